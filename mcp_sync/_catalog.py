@@ -1,0 +1,245 @@
+"""The tool catalog: entry and name rules, deep freezing, result shapes."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ._errors import InvalidResponse
+from ._limits import Limits
+
+__all__ = [
+    "CallToolResult",
+    "CatalogWalk",
+    "ServerInfo",
+    "Tool",
+    "check_tool_name",
+    "freeze",
+    "parse_call_result",
+    "thaw",
+]
+
+# A tool name may not contain "/", a Unicode Cc control (C0, DEL, C1), a Cf
+# format character (zero-width marks, bidi overrides and isolates, soft hyphen,
+# BOM, tags...), U+2028/U+2029 or a lone surrogate. ASCII names, the common
+# case, are checked by one regex; others character by character.
+_ASCII_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f/]")
+
+
+def _forbidden_char(name: str) -> str | None:
+    if name.isascii():
+        found = _ASCII_FORBIDDEN.search(name)
+        return found.group() if found else None
+    for ch in name:
+        if (
+            ch == "/"
+            or ch in "\u2028\u2029"
+            or "\ud800" <= ch <= "\udfff"
+            or unicodedata.category(ch) in ("Cc", "Cf")
+        ):
+            return ch
+    return None
+
+
+def check_tool_name(name: object, max_bytes: int) -> str:
+    """``name`` if it is an acceptable tool name, else :class:`InvalidResponse`."""
+    if not isinstance(name, str):
+        raise InvalidResponse("a tool name is not a string")
+    if not name:
+        raise InvalidResponse("a tool name is empty")
+    if name in (".", ".."):
+        raise InvalidResponse(f"tool name {ascii(name)} is a path segment")
+    bad = _forbidden_char(name)
+    if bad is not None:
+        raise InvalidResponse(
+            f"tool name {ascii(name)} contains the forbidden character U+{ord(bad):04X}"
+        )
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise InvalidResponse(
+            f"tool name {ascii(name[:40])}... is {size} bytes, over max_tool_name_bytes={max_bytes}"
+        )
+    return name
+
+
+def freeze(value: Any) -> Any:
+    """A deep read-only copy: dicts become mappingproxies, lists tuples."""
+    if isinstance(value, dict):
+        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A plain, mutable deep copy of a frozen value (dicts and lists), e.g. for ``json.dumps``."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What the server disclosed about itself in ``initialize`` (untrusted text)."""
+
+    name: str
+    version: str
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One catalog entry. Schemas are deep-frozen; :meth:`to_dict` thaws a copy."""
+
+    name: str
+    description: str | None
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any] | None = None
+    title: str | None = None
+    annotations: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as plain, mutable MCP JSON (camelCase keys)."""
+        out: dict[str, Any] = {"name": self.name, "inputSchema": thaw(self.input_schema)}
+        if self.title is not None:
+            out["title"] = self.title
+        if self.description is not None:
+            out["description"] = self.description
+        if self.output_schema is not None:
+            out["outputSchema"] = thaw(self.output_schema)
+        if self.annotations is not None:
+            out["annotations"] = thaw(self.annotations)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CallToolResult:
+    """A ``tools/call`` result. ``is_error`` is the tool's own failure report:
+    the call itself succeeded."""
+
+    content: tuple[Mapping[str, Any], ...]
+    is_error: bool = False
+    structured_content: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"content": thaw(self.content), "isError": self.is_error}
+        if self.structured_content is not None:
+            out["structuredContent"] = thaw(self.structured_content)
+        return out
+
+
+def parse_call_result(result: object, tool: str) -> CallToolResult:
+    where = f"the result of tool {ascii(tool)}"
+    if not isinstance(result, dict):
+        raise InvalidResponse(f"{where} is not an object")
+    content = result.get("content")
+    if not isinstance(content, list):
+        raise InvalidResponse(f"{where} has no content array")
+    is_error = result.get("isError", False)
+    if not isinstance(is_error, bool):
+        raise InvalidResponse(f"{where} has a non-boolean isError")
+    structured = result.get("structuredContent")
+    if structured is not None and not isinstance(structured, dict):
+        raise InvalidResponse(f"{where} has a structuredContent that is not an object")
+    return CallToolResult(
+        content=freeze(content),
+        is_error=is_error,
+        structured_content=freeze(structured) if structured is not None else None,
+    )
+
+
+class CatalogWalk:
+    """Validates ``tools/list`` pages one at a time and builds the snapshot."""
+
+    def __init__(self, limits: Limits) -> None:
+        self._limits = limits
+        self._tools: list[Tool] = []
+        self._names: set[str] = set()
+        self._cursors: set[str] = set()
+        self.pages = 0
+
+    def add_page(self, result: object) -> str | None:
+        """Validate one page; return the cursor to follow, or ``None`` when done."""
+        limits = self._limits
+        self.pages += 1
+        if not isinstance(result, dict):
+            raise InvalidResponse("a tools/list result is not an object")
+        entries = result.get("tools")
+        if not isinstance(entries, list):
+            raise InvalidResponse("a tools/list result has no tools array")
+        if len(self._tools) + len(entries) > limits.max_tools:
+            raise InvalidResponse(
+                f"the catalog has more than max_tools={limits.max_tools} tools"
+            )
+        for entry in entries:
+            tool = self._entry(entry)
+            if tool.name in self._names:
+                raise InvalidResponse(f"the catalog names tool {ascii(tool.name)} twice")
+            self._names.add(tool.name)
+            self._tools.append(tool)
+        cursor = result.get("nextCursor")
+        if cursor is None:
+            return None
+        if not isinstance(cursor, str) or not cursor:
+            raise InvalidResponse("a tools/list page has an empty or non-string nextCursor")
+        if cursor in self._cursors:
+            raise InvalidResponse("a tools/list page repeats an earlier cursor")
+        if self.pages >= limits.max_catalog_pages:
+            raise InvalidResponse(
+                f"the catalog has more than max_catalog_pages={limits.max_catalog_pages} pages"
+            )
+        self._cursors.add(cursor)
+        return cursor
+
+    def tools(self) -> tuple[Tool, ...]:
+        return tuple(self._tools)
+
+    def _entry(self, entry: object) -> Tool:
+        limits = self._limits
+        if not isinstance(entry, dict):
+            raise InvalidResponse("a catalog entry is not an object")
+        name = check_tool_name(entry.get("name"), limits.max_tool_name_bytes)
+        shown = ascii(name)
+        schema = entry.get("inputSchema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            raise InvalidResponse(f"tool {shown} has no inputSchema of type \"object\"")
+        output = entry.get("outputSchema")
+        if output is not None and not isinstance(output, dict):
+            raise InvalidResponse(f"tool {shown} has an outputSchema that is not an object")
+        description = entry.get("description")
+        if description is not None and not isinstance(description, str):
+            raise InvalidResponse(f"tool {shown} has a description that is not a string")
+        title = entry.get("title")
+        if title is not None and not isinstance(title, str):
+            title = None
+        annotations = entry.get("annotations")
+        if annotations is not None and not isinstance(annotations, dict):
+            annotations = None
+        size = len(
+            json.dumps(schema, ensure_ascii=False, separators=(",", ":")).encode(
+                "utf-8", "surrogatepass"
+            )
+        )
+        if description:
+            size += len(description.encode("utf-8", "surrogatepass"))
+        if size > limits.max_tool_document_bytes:
+            raise InvalidResponse(
+                f"tool {shown} has a description and inputSchema of {size} bytes, "
+                f"over max_tool_document_bytes={limits.max_tool_document_bytes}"
+            )
+        return Tool(
+            name=name,
+            description=description,
+            input_schema=freeze(schema),
+            output_schema=freeze(output) if output is not None else None,
+            title=title,
+            annotations=freeze(annotations) if annotations is not None else None,
+        )
+

@@ -1,0 +1,91 @@
+"""Default limits and the validation every option goes through before spawn."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ._errors import ProtocolError
+
+__all__ = [
+    "DEFAULT_HANDSHAKE_TIMEOUT_MS",
+    "DEFAULT_MAX_CATALOG_PAGES",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_OUTBOUND_FRAME_BYTES",
+    "DEFAULT_MAX_STDERR_BYTES",
+    "DEFAULT_MAX_TOOLS",
+    "DEFAULT_MAX_TOOL_DOCUMENT_BYTES",
+    "DEFAULT_MAX_TOOL_NAME_BYTES",
+    "DEFAULT_QUEUE_CAPACITY",
+    "DEFAULT_REQUEST_TIMEOUT_MS",
+    "MAX_JSON_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "Limits",
+    "seconds",
+]
+
+DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000
+DEFAULT_REQUEST_TIMEOUT_MS = 120_000
+DEFAULT_QUEUE_CAPACITY = 64
+DEFAULT_MAX_FRAME_BYTES = 1_048_576
+DEFAULT_MAX_OUTBOUND_FRAME_BYTES = 1_048_576
+DEFAULT_MAX_TOOLS = 256
+DEFAULT_MAX_TOOL_NAME_BYTES = 128
+DEFAULT_MAX_TOOL_DOCUMENT_BYTES = 65_536
+DEFAULT_MAX_CATALOG_PAGES = 32
+DEFAULT_MAX_STDERR_BYTES = 2048
+
+MAX_JSON_DEPTH = 128
+"""Objects and arrays one message may nest, counting the JSON-RPC envelope."""
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest value any limit may take (the largest integer a double holds exactly)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The ten bounds a session enforces on its server. Build with :meth:`create`."""
+
+    handshake_timeout_ms: int = DEFAULT_HANDSHAKE_TIMEOUT_MS
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
+    queue_capacity: int = DEFAULT_QUEUE_CAPACITY
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_outbound_frame_bytes: int = DEFAULT_MAX_OUTBOUND_FRAME_BYTES
+    max_tools: int = DEFAULT_MAX_TOOLS
+    max_tool_name_bytes: int = DEFAULT_MAX_TOOL_NAME_BYTES
+    max_tool_document_bytes: int = DEFAULT_MAX_TOOL_DOCUMENT_BYTES
+    max_catalog_pages: int = DEFAULT_MAX_CATALOG_PAGES
+    max_stderr_bytes: int = DEFAULT_MAX_STDERR_BYTES
+
+    @classmethod
+    def create(cls, **options: Any) -> Limits:
+        """Validate each given option; ``None`` means the default."""
+        known = {f.name for f in fields(cls)}
+        values: dict[str, int] = {}
+        for name, value in options.items():
+            if name not in known:
+                raise ProtocolError(f"unknown option {name!r}")
+            if value is None:
+                continue
+            values[name] = check_limit(name, value)
+        return cls(**values)
+
+
+def check_limit(name: str, value: object) -> int:
+    """``value`` if it is a positive integer no larger than 2**53-1.
+
+    A bool is refused even though it is an ``int`` subclass: ``True`` as a
+    limit is always a mistake.
+    """
+    if type(value) is not int or not 1 <= value <= MAX_SAFE_INTEGER:
+        shown = repr(value) if isinstance(value, (int, float, bool)) else type(value).__name__
+        raise ProtocolError(
+            f"option {name} must be a positive integer no larger than 2**53-1, got {shown}"
+        )
+    return value
+
+
+def seconds(ms: int) -> float:
+    """Milliseconds as a wait that ``threading`` accepts (clamped to TIMEOUT_MAX)."""
+    return min(ms / 1000.0, threading.TIMEOUT_MAX)
