@@ -1,5 +1,76 @@
-"""mcp_sync: a blocking, thread-safe Model Context Protocol client."""
+"""mcp_sync: a blocking, thread-safe Model Context Protocol client.
+
+Open a :class:`Session` with :func:`connect`, call tools from any number of
+threads, close it (or leave a ``with`` block). See ``docs/`` for the guides.
+"""
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
+
+from ._catalog import CallToolResult, ServerInfo, Tool, thaw
+from ._client import connect, connect_http
+from ._errors import (
+    ConnectionClosed,
+    InvalidResponse,
+    McpError,
+    ProtocolError,
+    RemoteError,
+    SpawnFailed,
+    Timeout,
+    ToolNotFound,
+)
+from ._limits import (
+    DEFAULT_HANDSHAKE_TIMEOUT_MS,
+    DEFAULT_MAX_CATALOG_PAGES,
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_MAX_OUTBOUND_FRAME_BYTES,
+    DEFAULT_MAX_STDERR_BYTES,
+    DEFAULT_MAX_TOOL_DOCUMENT_BYTES,
+    DEFAULT_MAX_TOOL_NAME_BYTES,
+    DEFAULT_MAX_TOOLS,
+    DEFAULT_QUEUE_CAPACITY,
+    DEFAULT_REQUEST_TIMEOUT_MS,
+    MAX_JSON_DEPTH,
+    MAX_SAFE_INTEGER,
+    Limits,
+)
+from ._redact import DiagnosticEvent, Diagnostics, Redacted
+from ._session import CLIENT_INFO, SUPPORTED_PROTOCOL_VERSIONS, Session
+
+__all__ = [
+    "CLIENT_INFO",
+    "DEFAULT_HANDSHAKE_TIMEOUT_MS",
+    "DEFAULT_MAX_CATALOG_PAGES",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_OUTBOUND_FRAME_BYTES",
+    "DEFAULT_MAX_STDERR_BYTES",
+    "DEFAULT_MAX_TOOLS",
+    "DEFAULT_MAX_TOOL_DOCUMENT_BYTES",
+    "DEFAULT_MAX_TOOL_NAME_BYTES",
+    "DEFAULT_QUEUE_CAPACITY",
+    "DEFAULT_REQUEST_TIMEOUT_MS",
+    "MAX_JSON_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "CallToolResult",
+    "ConnectionClosed",
+    "DiagnosticEvent",
+    "Diagnostics",
+    "InvalidResponse",
+    "Limits",
+    "McpError",
+    "ProtocolError",
+    "Redacted",
+    "RemoteError",
+    "ServerInfo",
+    "Session",
+    "SpawnFailed",
+    "Timeout",
+    "Tool",
+    "ToolNotFound",
+    "__version__",
+    "connect",
+    "connect_http",
+    "thaw",
+]

@@ -1,0 +1,155 @@
+"""``connect``: validate every option, start a transport, run the handshake."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._errors import McpError, ProtocolError
+from ._limits import Limits
+from ._redact import Diagnostics
+from ._session import (
+    DEFAULT_PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    Session,
+    _Core,
+)
+
+__all__ = ["connect", "connect_http"]
+
+
+def connect(
+    options: Any = None,
+    /,
+    *,
+    server: str | None = None,
+    command: str | None = None,
+    args: Sequence[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    inherit_env: bool | None = None,
+    url: str | None = None,
+    bearer_token_env: str | None = None,
+    http_client: Any = None,
+    protocol_version: str | None = None,
+    diagnostics: Diagnostics | None = None,
+    handshake_timeout_ms: int | None = None,
+    request_timeout_ms: int | None = None,
+    queue_capacity: int | None = None,
+    max_frame_bytes: int | None = None,
+    max_outbound_frame_bytes: int | None = None,
+    max_tools: int | None = None,
+    max_tool_name_bytes: int | None = None,
+    max_tool_document_bytes: int | None = None,
+    max_catalog_pages: int | None = None,
+    max_stderr_bytes: int | None = None,
+) -> Session:
+    """Start (or reach) an MCP server and return a ready :class:`Session`.
+
+    Give ``command`` (and ``args``) for a local server over stdio, or ``url``
+    for a remote one over Streamable HTTP. ``options`` may be a
+    :class:`mcp_sync.config.ConnectOptions` or ``HttpConnectOptions``; keyword
+    arguments override its fields. Blocks until the handshake and the catalog
+    walk are done; on any failure raises an :class:`McpError` and leaves
+    nothing running.
+    """
+    given: dict[str, Any] = {k: v for k, v in locals().items() if k != "options"}
+    merged: dict[str, Any] = dict(options.connect_kwargs()) if options is not None else {}
+    merged.update({k: v for k, v in given.items() if v is not None})
+    return _connect(**merged)
+
+
+def connect_http(
+    *, server: str, url: str, bearer_token_env: str | None = None, **kwargs: Any
+) -> Session:
+    """:func:`connect` to a Streamable HTTP server."""
+    return connect(server=server, url=url, bearer_token_env=bearer_token_env, **kwargs)
+
+
+def _connect(
+    *,
+    server: object = None,
+    command: object = None,
+    args: object = None,
+    cwd: object = None,
+    env: object = None,
+    inherit_env: object = False,
+    url: object = None,
+    bearer_token_env: object = None,
+    http_client: object = None,
+    protocol_version: object = DEFAULT_PROTOCOL_VERSION,
+    diagnostics: object = None,
+    **limit_options: Any,
+) -> Session:
+    # Step 1: every option is checked before anything is spawned or dialled.
+    if not isinstance(server, str) or not server:
+        raise ProtocolError("option server must be a non-empty string")
+    limits = Limits.create(**limit_options)
+    if protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
+        raise ProtocolError(
+            "option protocol_version must be one of " + ", ".join(SUPPORTED_PROTOCOL_VERSIONS)
+        )
+    if diagnostics is not None and not callable(diagnostics):
+        raise ProtocolError("option diagnostics must be callable")
+    if (command is None) == (url is None):
+        raise ProtocolError("give exactly one of the options command and url")
+
+    core = _Core(server, limits, diagnostics)  # type: ignore[arg-type]
+    if url is not None:
+        from ._http import HttpTransport, check_http_options
+
+        http_options = check_http_options(server, url, bearer_token_env, http_client)
+        core.transport = HttpTransport(core, limits=limits, **http_options)
+    else:
+        from ._stdio import StdioTransport, child_environment
+
+        if not isinstance(command, str) or not command:
+            raise ProtocolError("option command must be a non-empty string")
+        arg_list = _string_list(args)
+        if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
+            raise ProtocolError("option cwd must be a path")
+        child_env = child_environment(_string_map(env), inherit_env is True)
+        core.transport = StdioTransport(
+            core,
+            server=server,
+            command=command,
+            args=arg_list,
+            cwd=os.fspath(cwd) if cwd is not None else None,
+            env=child_env,
+            limits=limits,
+        )
+    try:
+        version, info, tools = core.handshake(str(protocol_version))
+    except McpError as exc:
+        core.terminate(exc, wait=True)
+        raise
+    except BaseException:
+        core.terminate(ProtocolError("connect was interrupted"), wait=True)
+        raise
+    if core.terminal is not None:
+        raise core.terminal._copy()
+    return Session(core, version, info, tools)
+
+
+def _string_list(value: object) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise ProtocolError("option args must be a list of strings")
+    if not all(isinstance(item, str) for item in value):
+        raise ProtocolError("option args must be a list of strings")
+    return list(value)
+
+
+def _string_map(value: object) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ProtocolError("option env must be a mapping of strings to strings")
+    for key, item in value.items():
+        if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+            raise ProtocolError("option env has a key that is not a valid variable name")
+        if not isinstance(item, str) or "\0" in item:
+            raise ProtocolError(f"option env has a value for {ascii(key)} that is not a string")
+    return dict(value)

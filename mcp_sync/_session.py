@@ -1,0 +1,465 @@
+"""The session: its request table, the handshake, tool calls, and the one
+place where a session dies (``_Core.terminate``).
+
+A transport (stdio or HTTP) moves bytes. Everything that decides what a frame
+means, which waiter it completes and when the session ends lives here, so both
+transports behave the same.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Protocol
+
+from ._catalog import CallToolResult, CatalogWalk, ServerInfo, Tool, parse_call_result
+from ._errors import (
+    ConnectionClosed,
+    McpError,
+    ProtocolError,
+    RemoteError,
+    Timeout,
+    ToolNotFound,
+)
+from ._jsonrpc import check_arguments, decode_line, encode
+from ._limits import Limits, check_limit, seconds
+from ._redact import DiagnosticEvent, Diagnostics, Redacted
+
+__all__ = ["CLIENT_INFO", "SUPPORTED_PROTOCOL_VERSIONS", "Session"]
+
+SUPPORTED_PROTOCOL_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+DEFAULT_PROTOCOL_VERSION = "2025-06-18"
+
+
+def _client_info() -> Mapping[str, str]:
+    from types import MappingProxyType
+
+    from . import __version__
+
+    return MappingProxyType({"name": "mcp-sync", "version": __version__})
+
+
+CLIENT_INFO: Mapping[str, str] = _client_info()
+
+CLOSED_BY_CALLER = "connection scope closed"
+
+
+class Transport(Protocol):
+    """What a session needs from the thing that moves its frames."""
+
+    def send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
+        """Queue a frame, waiting at most ``timeout`` s for room; False if none came."""
+
+    def send_nowait(self, frame: bytes) -> bool:
+        """Queue a frame only if there is room now."""
+
+    def shutdown(self, wait: bool) -> None:
+        """Tear down (idempotent). ``wait``: block until a teardown already
+        running in another thread has finished."""
+
+
+class _Pending:
+    __slots__ = ("future", "written")
+
+    def __init__(self) -> None:
+        self.future: Future[Any] = Future()
+        # Set by the transport, under the table lock, when it starts writing
+        # the frame; decides whether abandoning it needs a cancellation.
+        self.written = False
+
+
+class _Core:
+    """All session state. I/O threads hold this, never the public Session, so
+    a forgotten Session can be garbage-collected and its finalizer can run."""
+
+    def __init__(self, server: str, limits: Limits, diagnostics: Diagnostics | None) -> None:
+        self.server = server
+        self.limits = limits
+        self.diagnostics = diagnostics
+        self.transport: Transport | None = None
+        # Guards _pending and _terminal: the request table and the one
+        # terminal transition must change together.
+        self._lock = threading.Lock()
+        self._pending: dict[int, _Pending] = {}
+        self._terminal: McpError | None = None
+        self._ids = itertools.count(1)
+        self.tool_names: frozenset[str] = frozenset()
+
+    # ----------------------------------------------------------- ending
+
+    @property
+    def terminal(self) -> McpError | None:
+        return self._terminal
+
+    def terminate(self, error: McpError, *, wait: bool = False) -> None:
+        """The terminal transition: the first call wins, every waiter fails
+        with that error, and the transport is torn down."""
+        with self._lock:
+            if self._terminal is not None:
+                first = False
+            else:
+                first = True
+                self._terminal = error
+                pending, self._pending = self._pending, {}
+        if first:
+            for entry in pending.values():
+                entry.future.set_exception(error._copy())
+        if self.transport is not None:
+            self.transport.shutdown(wait)
+
+    def failed(self) -> bool:
+        """Whether the session ended for a reason other than the caller closing it."""
+        error = self._terminal
+        return error is not None and not (
+            isinstance(error, ConnectionClosed) and error.message == CLOSED_BY_CALLER
+        )
+
+    def emit(self, kind: Any, detail: Any) -> None:
+        observer = self.diagnostics
+        if observer is None:
+            return
+        try:
+            observer(DiagnosticEvent(kind=kind, server=self.server, detail=Redacted(detail)))
+        except Exception:  # noqa: BLE001 - an observer must not break the session
+            pass
+
+    def transport_closed(self, stderr_tail: str) -> None:
+        """Called once by the transport when its teardown is complete."""
+        if stderr_tail and self.failed():
+            self.emit("stderr", stderr_tail)
+
+    # ----------------------------------------------------------- writing
+
+    def claim(self, request_id: int) -> bool:
+        """The transport asks before writing a request frame: False means the
+        caller gave up and the frame is skipped."""
+        with self._lock:
+            entry = self._pending.get(request_id)
+            if entry is None:
+                return False
+            entry.written = True
+            return True
+
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float,
+        describe: str,
+        *,
+        cancellable: bool = True,
+    ) -> Any:
+        """Send a request and block for its result, at most ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        request_id = next(self._ids)
+        frame = encode(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
+            self.limits.max_outbound_frame_bytes,
+        )
+        entry = _Pending()
+        with self._lock:
+            if self._terminal is not None:
+                raise self._terminal._copy()
+            self._pending[request_id] = entry
+        transport = self.transport
+        assert transport is not None
+        try:
+            if not transport.send(frame, request_id, timeout):
+                # The queue stayed full until the deadline.
+                self._abandon(request_id, cancellable)
+                raise Timeout(f"{describe} missed its deadline")
+            return entry.future.result(max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            if self._abandon(request_id, cancellable):
+                raise Timeout(f"{describe} missed its deadline") from None
+            return entry.future.result(0)  # the reply won the race
+        except BaseException:
+            self._abandon(request_id, cancellable)
+            raise
+
+    def _abandon(self, request_id: int, cancellable: bool) -> bool:
+        """Forget a request whose caller stopped waiting. False if a reply (or
+        the end of the session) got there first."""
+        with self._lock:
+            entry = self._pending.pop(request_id, None)
+            terminal = self._terminal
+        if entry is None:
+            return False
+        if entry.written and cancellable and terminal is None and self.transport is not None:
+            try:
+                frame = encode(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": request_id, "reason": "timed out"},
+                    },
+                    self.limits.max_outbound_frame_bytes,
+                )
+            except ProtocolError:
+                return True
+            # Best effort: a full queue drops it rather than making us late.
+            self.transport.send_nowait(frame)
+        return True
+
+    def notify(self, method: str, timeout: float) -> None:
+        frame = encode({"jsonrpc": "2.0", "method": method}, self.limits.max_outbound_frame_bytes)
+        transport = self.transport
+        assert transport is not None
+        if self._terminal is not None:
+            raise self._terminal._copy()
+        if not transport.send(frame, None, timeout):
+            raise Timeout(f"{method} could not be queued before handshake_timeout_ms expired")
+
+    # ----------------------------------------------------------- reading
+
+    def receive(self, line: bytes) -> None:
+        """One inbound frame from the transport. Raises nothing: a rule
+        broken here ends the session."""
+        try:
+            message = decode_line(line)
+            if message is not None:
+                self._dispatch(message)
+        except ProtocolError as exc:
+            self.terminate(exc)
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        if message["jsonrpc"] != "2.0":
+            raise ProtocolError('a protocol frame has a jsonrpc version other than "2.0"')
+        if "method" in message:
+            method = message["method"]
+            if not isinstance(method, str):
+                raise ProtocolError("a protocol frame has a method that is not a string")
+            if "id" not in message:
+                return  # a notification, tools/list_changed included: dropped
+            request_id = message["id"]
+            if type(request_id) is not int and type(request_id) is not str:
+                raise ProtocolError("a server request has an id that is not a string or integer")
+            self._answer(request_id, method)
+            return
+        if "id" not in message:
+            raise ProtocolError("a reply has no id")
+        has_result = "result" in message
+        if has_result == ("error" in message):
+            raise ProtocolError("a reply must carry exactly one of result and error")
+        request_id = message["id"]
+        error = None if has_result else message["error"]
+        if error is not None and not (
+            isinstance(error, dict)
+            and type(error.get("code")) is int
+            and isinstance(error.get("message"), str)
+        ):
+            raise ProtocolError("a reply has a malformed error object")
+        if request_id is None:
+            if error is None:
+                raise ProtocolError("a result reply has a null id")
+            self.emit(
+                "remote-error",
+                {"code": error["code"], "message": error["message"], "data": error.get("data")},
+            )
+            return
+        if type(request_id) is not int and type(request_id) is not str:
+            raise ProtocolError("a reply has an id that is not a string or integer")
+        with self._lock:
+            entry = self._pending.pop(request_id, None)  # type: ignore[call-overload]
+        if entry is None:
+            return  # nobody waits for it (timed out, or never ours)
+        if error is None:
+            entry.future.set_result(message["result"])
+        else:
+            entry.future.set_exception(
+                RemoteError(
+                    f"server {self.server!r} answered with JSON-RPC error {error['code']}",
+                    error["code"],
+                    Redacted({"message": error["message"], "data": error.get("data")}),
+                )
+            )
+
+    def _answer(self, request_id: int | str, method: str) -> None:
+        """Reply to a server request from the reader thread."""
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        if method == "ping":
+            reply["result"] = {}
+        else:
+            reply["error"] = {"code": -32601, "message": "Method not found"}
+        frame = encode(reply, self.limits.max_outbound_frame_bytes)
+        transport = self.transport
+        assert transport is not None
+        if not transport.send(frame, None, seconds(self.limits.request_timeout_ms)):
+            raise ProtocolError(
+                "a reply to a server request could not be queued within "
+                f"request_timeout_ms={self.limits.request_timeout_ms} "
+                f"(queue_capacity={self.limits.queue_capacity} is full)"
+            )
+
+    # ----------------------------------------------------------- handshake
+
+    def handshake(self, protocol_version: str) -> tuple[str, ServerInfo, tuple[Tool, ...]]:
+        limits = self.limits
+        timeout = seconds(limits.handshake_timeout_ms)
+        where = f"server {self.server!r}"
+        budget = f"handshake_timeout_ms={limits.handshake_timeout_ms}"
+        result = self.request(
+            "initialize",
+            {
+                "protocolVersion": protocol_version,
+                "capabilities": {},
+                "clientInfo": dict(CLIENT_INFO),
+            },
+            timeout,
+            f"initialize with {where} ({budget})",
+            cancellable=False,
+        )
+        if not isinstance(result, dict):
+            raise ProtocolError(f"{where} answered initialize with a result that is not an object")
+        version = result.get("protocolVersion")
+        if not isinstance(version, str) or version not in SUPPORTED_PROTOCOL_VERSIONS:
+            raise ProtocolError(f"{where} answered initialize with an unsupported protocolVersion")
+        capabilities = result.get("capabilities")
+        if not isinstance(capabilities, dict):
+            raise ProtocolError(f"{where} answered initialize without a capabilities object")
+        if not isinstance(capabilities.get("tools"), dict):
+            raise ProtocolError(f"{where} does not offer the tools capability")
+        info = _server_info(result.get("serverInfo"))
+        self.notify("notifications/initialized", timeout)
+
+        walk = CatalogWalk(limits)
+        cursor: str | None = None
+        while True:
+            params = {} if cursor is None else {"cursor": cursor}
+            page = self.request(
+                "tools/list", params, timeout, f"tools/list from {where} ({budget})"
+            )
+            cursor = walk.add_page(page)
+            if cursor is None:
+                break
+        tools = walk.tools()
+        self.tool_names = frozenset(tool.name for tool in tools)
+        return version, info, tools
+
+    # ----------------------------------------------------------- calling
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None, timeout_ms: int | None
+    ) -> CallToolResult:
+        terminal = self._terminal
+        if terminal is not None:
+            raise terminal._copy()
+        if name not in self.tool_names:
+            raise ToolNotFound(
+                f"tool {ascii(name)} is not in the catalog of server {self.server!r}"
+            )
+        if timeout_ms is None:
+            timeout_ms = self.limits.request_timeout_ms
+            option = "request_timeout_ms"
+        else:
+            timeout_ms = check_limit("timeout_ms", timeout_ms)
+            option = "timeout_ms"
+        args: Any = {} if arguments is None else arguments
+        check_arguments(args, self.limits.max_outbound_frame_bytes)
+        result = self.request(
+            "tools/call",
+            {"name": name, "arguments": args},
+            seconds(timeout_ms),
+            f"tool {ascii(name)} on server {self.server!r} ({option}={timeout_ms})",
+        )
+        return parse_call_result(result, name)
+
+    def close(self) -> None:
+        self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=True)
+
+
+def _server_info(value: object) -> ServerInfo:
+    if not isinstance(value, dict):
+        return ServerInfo(name="", version="")
+    name, version, title = value.get("name"), value.get("version"), value.get("title")
+    return ServerInfo(
+        name=name if isinstance(name, str) else "",
+        version=version if isinstance(version, str) else "",
+        title=title if isinstance(title, str) else None,
+    )
+
+
+class Session:
+    """A connected MCP server. Made by :func:`mcp_sync.connect`.
+
+    Thread-safe: any number of threads may call :meth:`call_tool` at once,
+    each blocking on its own deadline. :meth:`close` may be called from any
+    thread, any number of times. A session that is garbage-collected, or still
+    open when the interpreter exits, is closed too.
+    """
+
+    __slots__ = ("__weakref__", "_core", "_finalizer", "protocol_version", "server_info", "tools")
+
+    def __init__(
+        self,
+        core: _Core,
+        protocol_version: str,
+        server_info: ServerInfo,
+        tools: tuple[Tool, ...],
+    ) -> None:
+        self._core = core
+        self.protocol_version = protocol_version
+        """The protocol version the server chose, one of ``SUPPORTED_PROTOCOL_VERSIONS``."""
+        self.server_info = server_info
+        """The name and version the server disclosed (untrusted text)."""
+        self.tools = tools
+        """The deep-frozen catalog snapshot, in the server's order."""
+        self._finalizer = weakref.finalize(self, core.close)
+
+    @property
+    def server(self) -> str:
+        """The name this session was given in ``connect(server=...)``."""
+        return self._core.server
+
+    @property
+    def limits(self) -> Limits:
+        """The limits in force."""
+        return self._core.limits
+
+    @property
+    def closed(self) -> bool:
+        """Whether the session has ended, for any reason."""
+        return self._core.terminal is not None
+
+    def tool(self, name: str) -> Tool:
+        """The catalog entry named ``name``; :class:`ToolNotFound` if absent."""
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        raise ToolNotFound(f"tool {ascii(name)} is not in the catalog of server {self.server!r}")
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> CallToolResult:
+        """Call one tool and block for its result.
+
+        ``arguments`` must be a dict with str keys (``None`` sends ``{}``).
+        ``timeout_ms`` overrides ``request_timeout_ms`` for this call. A result
+        with ``is_error=True`` is the tool reporting its own failure; a failure
+        of the session raises a :class:`McpError`.
+        """
+        return self._core.call_tool(name, arguments, timeout_ms)
+
+    def close(self) -> None:
+        """End the session and tear the server down. Idempotent, thread-safe."""
+        self._core.close()
+        self._finalizer.detach()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<Session server={self.server!r} tools={len(self.tools)} {state}>"

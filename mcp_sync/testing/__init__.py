@@ -1,0 +1,27 @@
+"""A fake MCP server for tests: yours and ours.
+
+``python -m mcp_sync.testing`` serves a small, polite catalog over stdio;
+its options and the tools listed with ``--misbehave`` make it misbehave the
+way real servers do (noise on stdout, crashes, hangs, pings during a call,
+floods, bad catalogs). :func:`server_command` builds the command line::
+
+    import mcp_sync
+    from mcp_sync.testing import server_command
+
+    command, *args = server_command("--noise")
+    with mcp_sync.connect(server="fake", command=command, args=args) as session:
+        session.call_tool("echo", {"message": "hi"})
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ._server import DEFAULT_TOOLS, MISBEHAVING_TOOLS, FakeServer, main
+
+__all__ = ["DEFAULT_TOOLS", "MISBEHAVING_TOOLS", "FakeServer", "main", "server_command"]
+
+
+def server_command(*options: str) -> list[str]:
+    """The command line that runs the fake server with ``options``."""
+    return [sys.executable, "-m", "mcp_sync.testing", *options]

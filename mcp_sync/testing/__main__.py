@@ -1,0 +1,3 @@
+from mcp_sync.testing._server import main
+
+main()

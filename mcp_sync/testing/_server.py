@@ -1,0 +1,381 @@
+"""A scriptable fake MCP server over stdio, with no dependencies.
+
+Run it as ``python -m mcp_sync.testing [options]``. Well-behaved by default
+(tools ``echo``, ``add``, ``fail``, ``sleep``, ``blob``); options and a few
+tools make it misbehave in the ways real servers do, so a test can check that
+a client copes. See ``docs/guides/test-with-the-fake-server.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+__all__ = ["DEFAULT_TOOLS", "FakeServer", "main"]
+
+
+def _schema(**props: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {name: {"type": kind} for name, kind in props.items()},
+        "required": list(props),
+    }
+
+
+DEFAULT_TOOLS: list[dict[str, Any]] = [
+    {"name": "echo", "description": "Echo a message back.", "inputSchema": _schema(message="string")},
+    {
+        "name": "add",
+        "description": "Add two numbers.",
+        "inputSchema": _schema(a="number", b="number"),
+        "outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}}},
+    },
+    {"name": "fail", "description": "Always reports a tool error.", "inputSchema": _schema()},
+    {"name": "sleep", "description": "Answer after `ms` milliseconds.", "inputSchema": _schema(ms="integer")},
+    {"name": "blob", "description": "Return `bytes` bytes of text.", "inputSchema": _schema(bytes="integer")},
+]
+
+# Tools that misbehave on purpose. Listed only with --misbehave so that the
+# default catalog stays small and polite.
+MISBEHAVING_TOOLS: list[dict[str, Any]] = [
+    {"name": name, "description": text, "inputSchema": {"type": "object"}}
+    for name, text in (
+        ("crash", "Exit at once with `code` (default 3) instead of answering."),
+        ("hang", "Never answer."),
+        ("ping_client", "Ping the client (id `id`) and report whether the pong matched."),
+        ("ask_client", "Send the client a request `method` and return its reply."),
+        ("null_error", "Write an error reply with a null id, then answer."),
+        ("raw", "Write `lines` raw to stdout ({id} is the request id), then answer unless `reply` is false."),
+        ("flood", "Write `bytes` bytes to stdout without a newline."),
+        ("stderr", "Write `text` (or `bytes` bytes of noise) to stderr, then answer."),
+        ("grandchild", "Start a long-lived grandchild process and return its pid."),
+        ("stall", "Answer, then stop reading stdin for `ms` milliseconds."),
+        ("notify", "Send notifications (tools/list_changed, message), then answer."),
+        ("deep", "Answer with a result nested `depth` levels deep."),
+        ("exit_after_reply", "Answer, then exit with `code`."),
+    )
+]
+
+SUPPORTED = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+
+
+class FakeServer:
+    """The server's state and request handling. ``out`` is the client's stdin."""
+
+    def __init__(self, options: argparse.Namespace, out: BinaryIO) -> None:
+        self.opt = options
+        self.out = out
+        self.write_lock = threading.Lock()
+        self.tools = self._catalog()
+        self.pending_client: dict[object, threading.Event] = {}
+        self.client_replies: dict[object, Any] = {}
+        self.next_client_id = 0
+        self.log = open(options.log, "ab", buffering=0) if options.log else None  # noqa: SIM115
+        self.stall_until = 0.0
+
+    # --------------------------------------------------------------- output
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.write_raw(json.dumps(message).encode() + b"\n")
+
+    def write_raw(self, data: bytes) -> None:
+        with self.write_lock:
+            if self.opt.noise:
+                self.out.write(
+                    b"\n   \nplain log text\n\xff\xfe not utf-8\n[1,2]\n42\nnull\n"
+                    b'{"no":"jsonrpc"}\n{"jsonrpc":"2.0","method":"notifications/message","params":{}}\n'
+                )
+            self.out.write(data)
+            self.out.flush()
+
+    def reply(self, request_id: object, result: Any) -> None:
+        self.send({"jsonrpc": "2.0", "result": result, "id": request_id})
+
+    def error(self, request_id: object, code: int, message: str) -> None:
+        self.send({"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": request_id})
+
+    @staticmethod
+    def text(value: str, **extra: Any) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": value}], **extra}
+
+    # --------------------------------------------------------------- input
+
+    def handle_line(self, line: bytes) -> None:
+        if self.log is not None:
+            self.log.write(line if line.endswith(b"\n") else line + b"\n")
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        method = message.get("method")
+        request_id = message.get("id")
+        if method is None:  # a reply to one of our requests
+            if request_id in self.pending_client:
+                self.client_replies[request_id] = message
+                self.pending_client.pop(request_id).set()
+            return
+        if "id" not in message:
+            return  # notifications: initialized, cancelled
+        if method in self.opt.hang_on:
+            return
+        if method in self.opt.exit_on:
+            os._exit(self.opt.exit_code)
+        handler: Callable[[object, dict[str, Any]], None] | None = {
+            "initialize": self.on_initialize,
+            "tools/list": self.on_tools_list,
+            "tools/call": self.on_tools_call,
+            "ping": lambda rid, _p: self.reply(rid, {}),
+        }.get(method)
+        if handler is None:
+            self.error(request_id, -32601, "Method not found")
+            return
+        handler(request_id, message.get("params") or {})
+
+    def on_initialize(self, request_id: object, params: dict[str, Any]) -> None:
+        if self.opt.initialize_result is not None:
+            self.reply(request_id, json.loads(self.opt.initialize_result))
+            return
+        asked = params.get("protocolVersion")
+        version = self.opt.protocol_version or (asked if asked in SUPPORTED else "2025-06-18")
+        capabilities = (
+            json.loads(self.opt.capabilities)
+            if self.opt.capabilities is not None
+            else {"tools": {"listChanged": True}}
+        )
+        self.reply(
+            request_id,
+            {
+                "protocolVersion": version,
+                "capabilities": capabilities,
+                "serverInfo": {"name": "mcp-sync-fake", "version": "1.0"},
+            },
+        )
+
+    def on_tools_list(self, request_id: object, params: dict[str, Any]) -> None:
+        for _ in range(self.opt.list_changed):
+            self.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        if self.opt.raw_tools_list is not None:
+            self.reply(request_id, json.loads(self.opt.raw_tools_list))
+            return
+        size = self.opt.page_size or max(1, len(self.tools))
+        cursor = params.get("cursor")
+        start = int(cursor) if isinstance(cursor, str) and cursor.isdigit() else 0
+        page: dict[str, Any] = {"tools": self.tools[start : start + size]}
+        mode = self.opt.cursor_mode
+        if mode == "endless":
+            page["nextCursor"] = str(start + size)
+        elif mode == "repeat":
+            page["nextCursor"] = "0" if start == 0 else str(start)
+        elif mode == "empty":
+            page["nextCursor"] = ""
+        elif start + size < len(self.tools):
+            page["nextCursor"] = str(start + size)
+        self.reply(request_id, page)
+
+    def on_tools_call(self, request_id: object, params: dict[str, Any]) -> None:
+        name = params.get("name")
+        args = params.get("arguments") or {}
+        if name == "sleep" or name in ("ping_client", "ask_client", "hang"):
+            # Slow tools run on their own thread so calls multiplex.
+            threading.Thread(target=self.call, args=(request_id, name, args), daemon=True).start()
+        else:
+            self.call(request_id, name, args)
+
+    def call(self, rid: object, name: object, args: dict[str, Any]) -> None:
+        if name == "echo":
+            self.reply(rid, self.text(str(args.get("message", ""))))
+        elif name == "add":
+            total = args.get("a", 0) + args.get("b", 0)
+            self.reply(rid, self.text(str(total), structuredContent={"sum": total}))
+        elif name == "fail":
+            self.reply(rid, self.text("the tool failed on purpose", isError=True))
+        elif name == "sleep":
+            time.sleep(int(args.get("ms", 0)) / 1000)
+            self.reply(rid, self.text("slept"))
+        elif name == "blob":
+            self.reply(rid, self.text("x" * int(args.get("bytes", 0))))
+        elif name == "crash":
+            sys.stdout.flush()
+            os._exit(int(args.get("code", 3)))
+        elif name == "hang":
+            pass
+        elif name == "ping_client":
+            self.reply(rid, self.ask(rid, "ping", args.get("id"), check_pong=True))
+        elif name == "ask_client":
+            self.reply(rid, self.ask(rid, str(args.get("method")), args.get("id")))
+        elif name == "null_error":
+            self.send({"jsonrpc": "2.0", "error": args.get("error") or {
+                "code": -32000, "message": "uncorrelated failure"}, "id": None})
+            self.reply(rid, self.text("after null error"))
+        elif name == "raw":
+            for item in args.get("lines", []):
+                if isinstance(item, dict):
+                    data = bytes.fromhex(item["hex"])
+                else:
+                    data = str(item).replace("{id}", json.dumps(rid)).encode("utf-8", "surrogatepass")
+                self.write_raw(data + b"\n")
+            if args.get("reply", True):
+                self.reply(rid, self.text("raw done"))
+        elif name == "flood":
+            total = int(args.get("bytes", 0))
+            chunk = b"x" * 65536
+            with self.write_lock:
+                while total > 0:
+                    self.out.write(chunk[: min(total, len(chunk))])
+                    total -= len(chunk)
+                self.out.flush()
+        elif name == "stderr":
+            data = args["text"].encode() if "text" in args else b"e" * int(args.get("bytes", 0))
+            sys.stderr.buffer.write(data)
+            sys.stderr.buffer.flush()
+            self.reply(rid, self.text("wrote stderr"))
+        elif name == "grandchild":
+            self.reply(rid, self.text(str(spawn_grandchild())))
+        elif name == "stall":
+            self.stall_until = time.monotonic() + int(args.get("ms", 0)) / 1000
+            self.reply(rid, self.text("stalling"))
+        elif name == "notify":
+            self.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            self.send({"jsonrpc": "2.0", "method": "notifications/message",
+                       "params": {"level": "info", "data": "hello"}})
+            self.reply(rid, self.text("notified"))
+        elif name == "deep":
+            depth = int(args.get("depth", 1))
+            nested = "[" * depth + "]" * depth
+            self.write_raw(
+                f'{{"jsonrpc":"2.0","result":{{"content":[],"deep":{nested}}},"id":{json.dumps(rid)}}}\n'.encode()
+            )
+        elif name == "exit_after_reply":
+            self.reply(rid, self.text("bye"))
+            os._exit(int(args.get("code", 0)))
+        else:
+            self.reply(rid, self.text(f"unknown tool {name}", isError=True))
+
+    def ask(self, rid: object, method: str, client_id: object, check_pong: bool = False) -> Any:
+        if client_id is None:
+            self.next_client_id += 1
+            client_id = f"srv-{self.next_client_id}"
+        done = threading.Event()
+        self.pending_client[client_id] = done
+        self.send({"jsonrpc": "2.0", "id": client_id, "method": method})
+        if not done.wait(10):
+            return self.text("the client did not answer", isError=True)
+        answer = self.client_replies.pop(client_id)
+        exact = type(answer.get("id")) is type(client_id) and answer.get("id") == client_id
+        if check_pong:
+            ok = exact and answer.get("result") == {}
+            return self.text("pong ok" if ok else f"bad pong {answer!r}", isError=not ok)
+        return self.text(json.dumps(answer), structuredContent=answer)
+
+    def _catalog(self) -> list[dict[str, Any]]:
+        if self.opt.tools is not None:
+            source = self.opt.tools
+            if not source.lstrip().startswith("["):
+                with open(source, encoding="utf-8") as handle:
+                    source = handle.read()
+            tools: list[dict[str, Any]] = json.loads(source)
+        else:
+            tools = list(DEFAULT_TOOLS)
+        if self.opt.misbehave:
+            tools += MISBEHAVING_TOOLS
+        for index in range(self.opt.extra_tools):
+            tools.append({"name": f"tool_{index}", "inputSchema": {"type": "object"}})
+        return tools
+
+
+def spawn_grandchild() -> int:
+    """A process that outlives us unless our process group is killed."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time\nwhile True: time.sleep(60)"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return child.pid
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m mcp_sync.testing", description=__doc__)
+    p.add_argument("--tools", help="catalog as a JSON array, or a file holding one")
+    p.add_argument("--extra-tools", type=int, default=0, help="add N trivial tools")
+    p.add_argument("--misbehave", action="store_true", help="also list the misbehaving tools")
+    p.add_argument("--page-size", type=int, default=0, help="tools per tools/list page")
+    p.add_argument("--cursor-mode", choices=("normal", "endless", "repeat", "empty"),
+                   default="normal")
+    p.add_argument("--raw-tools-list", help="answer tools/list with this JSON result")
+    p.add_argument("--protocol-version", help="answer initialize with this version")
+    p.add_argument("--capabilities", help="answer initialize with these capabilities (JSON)")
+    p.add_argument("--initialize-result", help="answer initialize with this JSON result")
+    p.add_argument("--hang-on", action="append", default=[], metavar="METHOD",
+                   help="never answer METHOD")
+    p.add_argument("--exit-on", action="append", default=[], metavar="METHOD",
+                   help="exit with --exit-code when METHOD arrives")
+    p.add_argument("--exit-code", type=int, default=3)
+    p.add_argument("--noise", action="store_true", help="write noise before every frame")
+    p.add_argument("--list-changed", type=int, default=0,
+                   help="send N tools/list_changed notifications before the tools/list reply")
+    p.add_argument("--stderr", action="append", default=[], metavar="TEXT",
+                   help="write TEXT to stderr at start")
+    p.add_argument("--stderr-flood", type=int, default=0, metavar="BYTES",
+                   help="write BYTES to stderr from a thread while serving")
+    p.add_argument("--stdout-flood", type=int, default=0, metavar="BYTES",
+                   help="at start, write BYTES to stdout with no newline")
+    p.add_argument("--ignore-sigterm", action="store_true")
+    p.add_argument("--ignore-stdin-eof", action="store_true",
+                   help="keep running after stdin closes")
+    p.add_argument("--grandchild-pidfile", help="start a grandchild at once; write its pid here")
+    p.add_argument("--marker", help="create this file at start (proves the server was spawned)")
+    p.add_argument("--log", help="append every line received to this file")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    options = parse_args(argv)
+    if options.marker:
+        with open(options.marker, "w", encoding="utf-8") as handle:
+            handle.write(str(os.getpid()))
+    if options.ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if options.grandchild_pidfile:
+        with open(options.grandchild_pidfile, "w", encoding="utf-8") as handle:
+            handle.write(str(spawn_grandchild()))
+    for text in options.stderr:
+        sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+    if options.stderr_flood:
+        def flood() -> None:
+            line = b"e" * 1023 + b"\n"
+            for _ in range(options.stderr_flood // 1024):
+                sys.stderr.buffer.write(line)
+            sys.stderr.buffer.flush()
+        threading.Thread(target=flood, daemon=True).start()
+    out = sys.stdout.buffer
+    server = FakeServer(options, out)
+    if options.stdout_flood:
+        server.call(None, "flood", {"bytes": options.stdout_flood})
+    stdin = sys.stdin.buffer
+    while True:
+        delay = server.stall_until - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        line = stdin.readline()
+        if not line:
+            break
+        server.handle_line(line)
+    if options.ignore_stdin_eof:
+        while True:
+            time.sleep(60)
+
+
+if __name__ == "__main__":
+    main()
