@@ -169,15 +169,18 @@ class _Core:
         transport = self.transport
         assert transport is not None
         try:
-            if not transport.send(frame, request_id, timeout):
-                # The queue stayed full until the deadline.
-                self._abandon(request_id, cancellable)
-                raise Timeout(f"{describe} missed its deadline")
-            return entry.future.result(max(0.0, deadline - time.monotonic()))
-        except FutureTimeout:
+            if transport.send(frame, request_id, timeout):
+                try:
+                    return entry.future.result(max(0.0, deadline - time.monotonic()))
+                except FutureTimeout:
+                    if entry.future.done():
+                        raise  # the server's own answer, not our deadline
+            # The deadline passed, waiting for room in the queue or for the reply.
             if self._abandon(request_id, cancellable):
-                raise Timeout(f"{describe} missed its deadline") from None
-            return entry.future.result(0)  # the reply won the race
+                raise Timeout(f"{describe} missed its deadline")
+            # A reply, or the end of the session, won the race and is being
+            # set on the future right now.
+            return entry.future.result()
         except BaseException:
             self._abandon(request_id, cancellable)
             raise

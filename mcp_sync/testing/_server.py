@@ -61,6 +61,8 @@ MISBEHAVING_TOOLS: list[dict[str, Any]] = [
         ("notify", "Send notifications (tools/list_changed, message), then answer."),
         ("deep", "Answer with a result nested `depth` levels deep."),
         ("exit_after_reply", "Answer, then exit with `code`."),
+        ("close_stdout", "Close stdout and keep running."),
+        ("close_stdin", "Answer, then close stdin and keep running."),
     )
 ]
 
@@ -175,7 +177,7 @@ class FakeServer:
         if mode == "endless":
             page["nextCursor"] = str(start + size)
         elif mode == "repeat":
-            page["nextCursor"] = "0" if start == 0 else str(start)
+            page["nextCursor"] = str(size)  # the second page points at itself
         elif mode == "empty":
             page["nextCursor"] = ""
         elif start + size < len(self.tools):
@@ -255,6 +257,12 @@ class FakeServer:
             self.write_raw(
                 f'{{"jsonrpc":"2.0","result":{{"content":[],"deep":{nested}}},"id":{json.dumps(rid)}}}\n'.encode()
             )
+        elif name == "close_stdout":
+            with self.write_lock:
+                os.close(1)
+        elif name == "close_stdin":
+            self.reply(rid, self.text("closing stdin"))
+            os.close(0)
         elif name == "exit_after_reply":
             self.reply(rid, self.text("bye"))
             os._exit(int(args.get("code", 0)))
@@ -368,7 +376,10 @@ def main(argv: list[str] | None = None) -> None:
         delay = server.stall_until - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        line = stdin.readline()
+        try:
+            line = stdin.readline()
+        except (OSError, ValueError):
+            line = b""
         if not line:
             break
         server.handle_line(line)

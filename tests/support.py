@@ -1,0 +1,74 @@
+"""Helpers for tests that drive the fake server (mcp_sync.testing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp_sync
+from mcp_sync.testing import server_command
+
+
+def connect_fake(*options: str, server: str = "fake", **kwargs: Any) -> mcp_sync.Session:
+    command, *args = server_command(*options)
+    return mcp_sync.connect(server=server, command=command, args=args, **kwargs)
+
+
+def fake_pid(session: mcp_sync.Session) -> int:
+    """The server's pid (private: tests only)."""
+    return session._core.transport.pid  # type: ignore[union-attr, attr-defined, no-any-return]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_gone(pid: int, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} is still running"
+        time.sleep(0.01)
+
+
+def logged(path: Path) -> list[dict[str, Any]]:
+    """Every JSON frame the fake server received (its --log file)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def methods(path: Path) -> list[str]:
+    return [frame.get("method", "<reply>") for frame in logged(path)]
+
+
+def library_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("mcp_sync-")]
+
+
+def rss_bytes() -> int:
+    with open(f"/proc/{os.getpid()}/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@contextmanager
+def timed(limit: float) -> Iterator[None]:
+    """Assert the block ends within ``limit`` s: a deadline check, not a speed test."""
+    start = time.monotonic()
+    yield
+    took = time.monotonic() - start
+    assert took < limit, f"took {took:.2f}s, over {limit}s"

@@ -1,0 +1,94 @@
+"""Message hygiene (SPEC §2): no failure mode puts private text in a message."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import mcp_sync
+from mcp_sync.testing import server_command
+from support import connect_fake
+
+SECRET_ENV = "sk-envsecret-0123456789abcdef"
+STDERR_TEXT = "stderr-private-words"
+REMOTE_TEXT = "remote-private-message"
+RAW_MARKER = "raw-frame-marker"
+
+
+def _failures(tmp_path: Path) -> list[mcp_sync.McpError]:
+    errors: list[mcp_sync.McpError] = []
+    stderr = ("--stderr", STDERR_TEXT)
+
+    def attempt(action: object) -> None:
+        try:
+            action()  # type: ignore[operator]
+        except mcp_sync.McpError as exc:
+            errors.append(exc)
+
+    env = {"SECRET": SECRET_ENV}
+    attempt(lambda: mcp_sync.connect(server="s", command=str(tmp_path / "missing"), env=env))
+    attempt(lambda: connect_fake(*stderr, "--exit-on", "initialize", env=env))
+    attempt(lambda: connect_fake(*stderr, "--hang-on", "initialize", handshake_timeout_ms=100))
+    attempt(lambda: connect_fake(*stderr, "--capabilities", "{}"))
+    attempt(lambda: connect_fake(*stderr, "--tools", '[{"name": "a/b", "inputSchema": {"type": "object"}}]'))
+    attempt(lambda: connect_fake(*stderr, "--stdout-flood", "2000000"))
+    with connect_fake(*stderr, "--misbehave", env=env) as session:
+        attempt(lambda: session.call_tool("hang", timeout_ms=100))
+        attempt(lambda: session.call_tool("nope"))
+        attempt(lambda: session.call_tool("echo", {"message": float("nan")}))
+        attempt(lambda: session.call_tool("echo", {RAW_MARKER: "x" * 2_000_000}))
+        attempt(
+            lambda: session.call_tool(
+                "raw",
+                {"lines": ['{"jsonrpc":"2.0","error":{"code":-32001,"message":"'
+                           + REMOTE_TEXT + '","data":"' + SECRET_ENV + '"},"id":{id}}'],
+                 "reply": False},
+            )
+        )
+        attempt(
+            lambda: session.call_tool(
+                "raw",
+                {"lines": ['{"jsonrpc":"2.0","result":{"' + RAW_MARKER + '":1},"id":{id},"error":1}'],
+                 "reply": False},
+            )
+        )
+        attempt(lambda: session.call_tool("echo", {"message": "after"}))
+    with connect_fake(*stderr, "--misbehave") as session:
+        attempt(lambda: session.call_tool("crash", {"code": 9}))
+    return errors
+
+
+def test_no_message_carries_private_text(tmp_path: Path) -> None:
+    errors = _failures(tmp_path)
+    kinds = {e.kind for e in errors}
+    assert kinds == {
+        "spawn_failed", "connection_closed", "timeout", "protocol_error",
+        "invalid_response", "tool_not_found", "remote_error",
+    }
+    command = " ".join(server_command())
+    forbidden = [SECRET_ENV, STDERR_TEXT, REMOTE_TEXT, RAW_MARKER, command, str(tmp_path),
+                 str(os.getpid()), '"jsonrpc"']
+    for error in errors:
+        for text in (str(error), repr(error)):
+            for private in forbidden:
+                assert private not in text, (error.kind, text)
+    remote = next(e for e in errors if isinstance(e, mcp_sync.RemoteError))
+    assert remote.code == -32001
+    assert remote.detail.reveal()["message"] == REMOTE_TEXT
+    assert REMOTE_TEXT not in repr(remote.detail)
+
+
+def test_timeout_is_a_builtin_timeout_error() -> None:
+    assert issubclass(mcp_sync.Timeout, TimeoutError)
+    with connect_fake("--misbehave") as session, pytest.raises(TimeoutError):
+        session.call_tool("hang", timeout_ms=50)
+
+
+def test_every_kind_has_its_own_class() -> None:
+    classes = [mcp_sync.SpawnFailed, mcp_sync.ProtocolError, mcp_sync.InvalidResponse,
+               mcp_sync.ConnectionClosed, mcp_sync.Timeout, mcp_sync.ToolNotFound,
+               mcp_sync.RemoteError]
+    assert len({c.kind for c in classes}) == 7
+    assert all(issubclass(c, mcp_sync.McpError) and c.__doc__ for c in classes)

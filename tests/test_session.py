@@ -1,0 +1,378 @@
+"""The stdio Session against the fake server: handshake, calls, threads, ending."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import mcp_sync
+from mcp_sync.testing import server_command
+from support import alive, connect_fake, fake_pid, library_threads, logged, methods, timed, wait_gone
+
+
+def test_handshake_snapshot_and_calls(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    with connect_fake("--log", str(log)) as session:
+        assert session.server == "fake"
+        assert session.protocol_version == "2025-06-18"
+        assert session.server_info == mcp_sync.ServerInfo("mcp-sync-fake", "1.0")
+        assert [t.name for t in session.tools] == ["echo", "add", "fail", "sleep", "blob"]
+        echo = session.call_tool("echo", {"message": "hi"})
+        assert echo.content[0]["text"] == "hi" and echo.is_error is False
+        added = session.call_tool("add", {"a": 2, "b": 3})
+        assert added.structured_content == {"sum": 5}
+        failed = session.call_tool("fail")
+        assert failed.is_error is True
+    frames = logged(log)
+    init = frames[0]
+    assert init["method"] == "initialize"
+    assert init["params"] == {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "mcp-sync", "version": mcp_sync.__version__},
+    }
+    assert frames[1] == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert frames[2]["method"] == "tools/list"
+    assert frames[-1]["params"] == {"name": "fail", "arguments": {}}
+
+
+def test_client_info_is_frozen() -> None:
+    assert dict(mcp_sync.CLIENT_INFO) == {"name": "mcp-sync", "version": mcp_sync.__version__}
+    with pytest.raises(TypeError):
+        mcp_sync.CLIENT_INFO["name"] = "x"  # type: ignore[index]
+
+
+def test_protocol_version_override_and_server_choice(tmp_path: Path) -> None:
+    with connect_fake(protocol_version="2025-03-26") as session:
+        assert session.protocol_version == "2025-03-26"
+    with connect_fake("--protocol-version", "2025-11-25") as session:
+        assert session.protocol_version == "2025-11-25"
+
+
+def test_catalog_is_deep_frozen_and_thaws() -> None:
+    with connect_fake() as session:
+        tool = session.tool("add")
+        with pytest.raises(TypeError):
+            tool.input_schema["type"] = "array"  # type: ignore[index]
+        with pytest.raises(TypeError):
+            tool.input_schema["properties"]["a"]["type"] = "string"  # type: ignore[index]
+        with pytest.raises(AttributeError):
+            tool.name = "x"  # type: ignore[misc]
+        assert isinstance(tool.input_schema["required"], tuple)
+        plain = tool.to_dict()
+        plain["inputSchema"]["properties"]["a"]["type"] = "string"
+        assert tool.input_schema["properties"]["a"]["type"] == "number"
+        thawed = mcp_sync.thaw(tool.input_schema)
+        assert isinstance(thawed, dict) and isinstance(thawed["required"], list)
+
+
+def test_many_threads_share_one_session() -> None:
+    with connect_fake() as session, ThreadPoolExecutor(max_workers=16) as pool:
+        # 16 calls that each sleep 200 ms finish together: they multiplex.
+        start = time.monotonic()
+        slept = list(pool.map(lambda _: session.call_tool("sleep", {"ms": 200}), range(16)))
+        assert time.monotonic() - start < 16 * 0.2 / 2
+        assert all(r.content[0]["text"] == "slept" for r in slept)
+        sums = list(pool.map(lambda n: session.call_tool("add", {"a": n, "b": 1}), range(500)))
+        assert [r.structured_content["sum"] for r in sums] == [n + 1 for n in range(500)]  # type: ignore[index]
+
+
+def test_unknown_tool_sends_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    with connect_fake("--log", str(log)) as session:
+        before = len(logged(log))
+        with pytest.raises(mcp_sync.ToolNotFound) as caught:
+            session.call_tool("no\u202esuch")
+        assert caught.value.kind == "tool_not_found"
+        assert "\u202e" not in str(caught.value) and "\\u202e" in str(caught.value)
+        session.call_tool("echo", {"message": "after"})
+    frames = logged(log)
+    assert [f["params"]["name"] for f in frames[before:] if f.get("method") == "tools/call"] == ["echo"]
+
+
+def test_close_is_idempotent_and_fails_pending_calls_at_once() -> None:
+    session = connect_fake("--misbehave")
+    pid = fake_pid(session)
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            session.call_tool("hang")
+        except mcp_sync.McpError as exc:
+            errors.append(exc)
+
+    callers = [threading.Thread(target=call) for _ in range(4)]
+    for caller in callers:
+        caller.start()
+    deadline = time.monotonic() + 5
+    while len(session._core._pending) < 4:  # all four are waiting
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    with timed(3.0):
+        closer = threading.Thread(target=session.close)
+        closer.start()
+        for caller in callers:
+            caller.join(5)
+    closer.join(5)
+    session.close()
+    assert len(errors) == 4
+    assert {(e.kind, str(e)) for e in errors} == {("connection_closed", "connection scope closed")}
+    with timed(0.5), pytest.raises(mcp_sync.ConnectionClosed, match="^connection scope closed$"):
+        session.call_tool("echo", {"message": "late"})
+    assert session.closed
+    wait_gone(pid)
+    assert not library_threads()
+
+
+def test_context_manager_closes() -> None:
+    with connect_fake() as session:
+        pid = fake_pid(session)
+    assert session.closed
+    wait_gone(pid)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "options", "kind", "message"),
+    [
+        ("crash", {"code": 3}, (), "connection_closed", "exited with code 3"),
+        ("close_stdout", {}, (), "connection_closed", "stdout closed"),
+        (
+            "raw",
+            {"lines": ['{"jsonrpc":"2.0","id":{id},"result":{},"error":{"code":1,"message":"m"}}'],
+             "reply": False},
+            (),
+            "protocol_error",
+            "a reply must carry exactly one of result and error",
+        ),
+    ],
+)
+def test_terminal_events(
+    tool: str, args: dict[str, object], options: tuple[str, ...], kind: str, message: str
+) -> None:
+    session = connect_fake("--misbehave", *options)
+    pid = fake_pid(session)
+    with pytest.raises(mcp_sync.McpError) as first:
+        session.call_tool(tool, args, timeout_ms=10_000)
+    assert (first.value.kind, str(first.value)) == (kind, message)
+    with pytest.raises(mcp_sync.McpError) as later:
+        session.call_tool("echo", {"message": "x"})
+    assert (later.value.kind, str(later.value)) == (kind, message)
+    session.close()
+    wait_gone(pid)
+
+
+def test_stdin_closed_is_terminal() -> None:
+    session = connect_fake("--misbehave", "--ignore-stdin-eof")
+    session.call_tool("close_stdin")
+    with pytest.raises(mcp_sync.ConnectionClosed) as caught:
+        for _ in range(50):  # the write that finds the pipe closed
+            session.call_tool("echo", {"message": "x" * 1000}, timeout_ms=2000)
+    assert str(caught.value) == "stdin closed"
+    session.close()
+
+
+def test_reply_written_before_exit_is_delivered() -> None:
+    with connect_fake("--misbehave") as session:
+        result = session.call_tool("exit_after_reply", {"code": 0})
+        assert result.content[0]["text"] == "bye"
+        with pytest.raises(mcp_sync.ConnectionClosed, match="exited with code 0"):
+            session.call_tool("echo", {"message": "x"})
+
+
+def test_grandchild_is_killed_on_close() -> None:
+    session = connect_fake("--misbehave")
+    grandchild = int(session.call_tool("grandchild").content[0]["text"])
+    assert alive(grandchild)
+    session.close()
+    wait_gone(grandchild)
+
+
+def test_grandchild_is_killed_when_the_child_dies(tmp_path: Path) -> None:
+    pidfile = tmp_path / "gc.pid"
+    session = connect_fake("--misbehave", "--grandchild-pidfile", str(pidfile))
+    grandchild = int(pidfile.read_text())
+    with pytest.raises(mcp_sync.ConnectionClosed, match="exited with code 3"):
+        session.call_tool("crash", {"code": 3})
+    wait_gone(grandchild)
+    session.close()
+
+
+def test_forgotten_session_is_torn_down() -> None:
+    session = connect_fake()
+    pid = fake_pid(session)
+    del session
+    gc.collect()
+    wait_gone(pid)
+    deadline = time.monotonic() + 5
+    while library_threads():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_close_kills_a_server_that_ignores_sigterm() -> None:
+    session = connect_fake("--ignore-sigterm", "--ignore-stdin-eof")
+    pid = fake_pid(session)
+    with timed(4.0):
+        session.close()
+    wait_gone(pid)
+
+
+def test_ping_answered_with_exact_id_during_a_call() -> None:
+    with connect_fake("--misbehave") as session:
+        for request_id in (7, "seven", 0, ""):
+            result = session.call_tool("ping_client", {"id": request_id})
+            assert result.content[0]["text"] == "pong ok", result
+
+
+def test_unknown_server_request_gets_method_not_found() -> None:
+    with connect_fake("--misbehave") as session:
+        answer = session.call_tool("ask_client", {"method": "sampling/createMessage", "id": 5})
+        assert answer.structured_content == {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "error": {"code": -32601, "message": "Method not found"},
+        }
+
+
+def test_null_id_error_goes_to_the_observer_only() -> None:
+    events: list[mcp_sync.DiagnosticEvent] = []
+    with connect_fake("--misbehave", diagnostics=events.append) as session:
+        result = session.call_tool(
+            "null_error", {"error": {"code": -32000, "message": "sk-secretsecretsecret12", "data": [1]}}
+        )
+        assert result.content[0]["text"] == "after null error"
+        assert not session.closed
+    assert [(e.kind, e.server) for e in events] == [("remote-error", "fake")]
+    assert events[0].detail.reveal() == {
+        "code": -32000, "message": "sk-secretsecretsecret12", "data": (1,)
+    } or events[0].detail.reveal()["code"] == -32000
+    assert "secret" not in repr(events[0]) and "secret" not in str(events[0].detail)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"jsonrpc":"2.0","result":{},"id":null}', "a result reply has a null id"),
+        ('{"jsonrpc":"2.0","error":{"code":"x"},"id":null}', "a reply has a malformed error object"),
+        ('{"jsonrpc":"1.0","result":{},"id":{id}}', 'a protocol frame has a jsonrpc version other than "2.0"'),
+        ('{"jsonrpc":"2.0","result":{}}', "a reply has no id"),
+        ('{"jsonrpc":"2.0","result":{},"id":true}', "a reply has an id that is not a string or integer"),
+        ('{"jsonrpc":"2.0","result":{},"id":1.5}', "a reply has an id that is not a string or integer"),
+        ('{"jsonrpc":"2.0","id":{id}}', "a reply must carry exactly one of result and error"),
+        ('{"jsonrpc":"2.0","method":"ping","id":[1]}', "a server request has an id that is not a string or integer"),
+        ('{"jsonrpc":"2.0","method":5,"id":1}', "a protocol frame has a method that is not a string"),
+    ],
+)
+def test_malformed_protocol_frames_close_the_session(line: str, message: str) -> None:
+    with connect_fake("--misbehave") as session:
+        with pytest.raises(mcp_sync.ProtocolError) as caught:
+            session.call_tool("raw", {"lines": [line], "reply": False}, timeout_ms=10_000)
+        assert str(caught.value) == message
+        assert session.closed
+
+
+def test_unknown_id_replies_notifications_and_noise_are_dropped() -> None:
+    with connect_fake("--misbehave", "--noise", "--list-changed", "3") as session:
+        assert [t.name for t in session.tools][:2] == ["echo", "add"]
+        session.call_tool(
+            "raw",
+            {"lines": ['{"jsonrpc":"2.0","result":{"content":[]},"id":99999}',
+                       '{"jsonrpc":"2.0","result":{"content":[]},"id":"1"}',
+                       {"hex": "ff fe 7b 22 6a 73 6f 6e 72 70 63 22 7d".replace(" ", "")}]},
+        )
+        assert session.call_tool("notify").content[0]["text"] == "notified"
+        assert session.call_tool("echo", {"message": "still fine"}).content[0]["text"] == "still fine"
+
+
+def test_timed_out_call_sends_one_cancellation(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    with connect_fake("--misbehave", "--log", str(log)) as session:
+        with timed(2.0), pytest.raises(mcp_sync.Timeout) as caught:
+            session.call_tool("hang", timeout_ms=200)
+        assert isinstance(caught.value, TimeoutError)
+        assert "timeout_ms=200" in str(caught.value)
+        session.call_tool("echo", {"message": "sync point"})
+        session.call_tool("echo", {"message": "answered calls are never cancelled"})
+    frames = logged(log)
+    hang_id = next(f["id"] for f in frames if f.get("params", {}).get("name") == "hang")
+    cancels = [f for f in frames if f.get("method") == "notifications/cancelled"]
+    assert [c["params"]["requestId"] for c in cancels] == [hang_id]
+
+
+def test_initialize_is_never_cancelled(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    with timed(3.0), pytest.raises(mcp_sync.Timeout) as caught:
+        connect_fake("--hang-on", "initialize", "--log", str(log), handshake_timeout_ms=300)
+    assert "handshake_timeout_ms=300" in str(caught.value)
+    assert methods(log) == ["initialize"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--protocol-version", "1999-01-01"), "answered initialize with an unsupported protocolVersion"),
+        (("--initialize-result", '{"protocolVersion": 5, "capabilities": {"tools": {}}}'),
+         "answered initialize with an unsupported protocolVersion"),
+        (("--capabilities", "{}"), "does not offer the tools capability"),
+        (("--capabilities", '{"tools": true}'), "does not offer the tools capability"),
+        (("--initialize-result", '{"protocolVersion": "2025-06-18", "capabilities": []}'),
+         "answered initialize without a capabilities object"),
+        (("--initialize-result", "[]"), "answered initialize with a result that is not an object"),
+    ],
+)
+def test_initialize_refusals_are_protocol_errors(
+    tmp_path: Path, options: tuple[str, ...], message: str
+) -> None:
+    marker = tmp_path / "pid"
+    with pytest.raises(mcp_sync.ProtocolError, match=message):
+        connect_fake(*options, "--marker", str(marker))
+    wait_gone(int(marker.read_text()))
+    assert not library_threads()
+
+
+def test_handshake_failures_leave_nothing_running(tmp_path: Path) -> None:
+    marker = tmp_path / "pid"
+    with pytest.raises(mcp_sync.ConnectionClosed, match="exited with code 4"):
+        connect_fake("--exit-on", "tools/list", "--exit-code", "4", "--marker", str(marker))
+    wait_gone(int(marker.read_text()))
+    with pytest.raises(mcp_sync.Timeout):
+        connect_fake("--hang-on", "tools/list", "--marker", str(marker), handshake_timeout_ms=200)
+    wait_gone(int(marker.read_text()))
+    assert not library_threads()
+
+
+def test_spawn_failed_names_no_command(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-server")
+    with pytest.raises(mcp_sync.SpawnFailed) as caught:
+        mcp_sync.connect(server="ghost", command=missing, args=["--token", "abc"])
+    assert caught.value.kind == "spawn_failed"
+    assert missing not in str(caught.value) and "abc" not in str(caught.value)
+    assert "ghost" in str(caught.value)
+
+
+def test_child_environment_is_an_allowlist(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("MCP_SYNC_TEST_SECRET", "hunter2")
+    script = tmp_path / "envdump.py"
+    script.write_text(
+        "import os, runpy, sys\n"
+        "open(sys.argv[1], 'w').write(repr(sorted(os.environ)))\n"
+        "sys.argv = [sys.argv[0]]\n"
+        "runpy.run_module('mcp_sync.testing', run_name='__main__')\n"
+    )
+    out = tmp_path / "env.txt"
+    command = server_command()[0]
+    pythonpath = {"PYTHONPATH": str(Path(mcp_sync.__file__).parent.parent)}
+    with mcp_sync.connect(server="env", command=command, args=[str(script), str(out)],
+                          env={"EXTRA": "1", **pythonpath}):
+        pass
+    names = eval(out.read_text())  # noqa: S307 - our own repr of a list of str
+    assert "MCP_SYNC_TEST_SECRET" not in names and "EXTRA" in names and "PATH" in names
+    with mcp_sync.connect(server="env", command=command, args=[str(script), str(out)],
+                          env=pythonpath, inherit_env=True):
+        pass
+    assert "MCP_SYNC_TEST_SECRET" in eval(out.read_text())  # noqa: S307
