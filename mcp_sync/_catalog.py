@@ -53,16 +53,16 @@ def check_tool_name(name: object, max_bytes: int) -> str:
     if not name:
         raise InvalidResponse("a tool name is empty")
     if name in (".", ".."):
-        raise InvalidResponse(f"tool name {ascii(name)} is a path segment")
+        raise InvalidResponse(f"tool name {name!a} is a path segment")
     bad = _forbidden_char(name)
     if bad is not None:
         raise InvalidResponse(
-            f"tool name {ascii(name)} contains the forbidden character U+{ord(bad):04X}"
+            f"tool name {name!a} contains the forbidden character U+{ord(bad):04X}"
         )
     size = len(name.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise InvalidResponse(
-            f"tool name {ascii(name[:40])}... is {size} bytes, over max_tool_name_bytes={max_bytes}"
+            f"tool name {name[:40]!a}... is {size} bytes, over max_tool_name_bytes={max_bytes}"
         )
     return name
 
@@ -136,7 +136,7 @@ class CallToolResult:
 
 
 def parse_call_result(result: object, tool: str) -> CallToolResult:
-    where = f"the result of tool {ascii(tool)}"
+    where = f"the result of tool {tool!a}"
     if not isinstance(result, dict):
         raise InvalidResponse(f"{where} is not an object")
     content = result.get("content")
@@ -181,7 +181,7 @@ class CatalogWalk:
         for entry in entries:
             tool = self._entry(entry)
             if tool.name in self._names:
-                raise InvalidResponse(f"the catalog names tool {ascii(tool.name)} twice")
+                raise InvalidResponse(f"the catalog names tool {tool.name!a} twice")
             self._names.add(tool.name)
             self._tools.append(tool)
         cursor = result.get("nextCursor")

@@ -41,7 +41,8 @@ def json_depth(text: bytes) -> int:
     brackets = _STRING.sub(b"", text).translate(_OPEN_CLOSE, _NOT_BRACKET)
     if not brackets:
         return 0
-    return max(accumulate(map(sub, brackets, repeat(1))))
+    depth: int = max(accumulate(map(sub, brackets, repeat(1))))
+    return depth
 
 
 class _NumberRefused(ValueError):

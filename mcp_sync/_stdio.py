@@ -46,7 +46,7 @@ EXIT_AFTER_EOF = 0.5
 THREAD_JOIN = 2.0
 
 _READ_SIZE = 65536
-_STOP = object()  # the writer's sentinel
+_STOP = None  # the writer's sentinel
 
 
 def child_environment(env: Mapping[str, str] | None, inherit: bool) -> dict[str, str]:
@@ -86,7 +86,7 @@ class StdioTransport:
     ) -> None:
         self._sink = sink
         self._limits = limits
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=limits.queue_capacity)
+        self._queue: queue.Queue[tuple[int | None, bytes] | None] = queue.Queue(maxsize=limits.queue_capacity)
         self._tail = StderrTail(limits.max_stderr_bytes)
         self._exited = threading.Event()
         self._stdout_done = threading.Event()
@@ -106,7 +106,7 @@ class StdioTransport:
                 env=env,
                 close_fds=True,
                 start_new_session=posix,
-                creationflags=0 if posix else subprocess.CREATE_NEW_PROCESS_GROUP,
+                creationflags=0 if posix else getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
             )
         except (OSError, ValueError) as exc:
             reason = type(exc).__name__
@@ -156,9 +156,9 @@ class StdioTransport:
         try:
             while True:
                 item = get()
-                if item is _STOP:
+                if item is None:  # _STOP
                     return
-                request_id, frame = item  # type: ignore[misc]
+                request_id, frame = item
                 if request_id is not None and not claim(request_id):
                     continue  # abandoned before it was started
                 view = memoryview(frame)
@@ -295,10 +295,8 @@ class StdioTransport:
         # Pending frames belong to requests that already failed; drop them so
         # the sentinel fits, and the writer closes stdin when it reaches it.
         while True:
-            try:
+            with contextlib.suppress(queue.Empty):
                 self._queue.get_nowait()
-            except queue.Empty:
-                pass
             try:
                 self._queue.put_nowait(_STOP)
                 return

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
+from support import connect_fake
 
 import mcp_sync
 from mcp_sync.testing import server_command
-from support import connect_fake
 
 SECRET_ENV = "sk-envsecret-0123456789abcdef"
 STDERR_TEXT = "stderr-private-words"

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import connect_fake, fake_pid, library_threads, logged, rss_bytes, timed, wait_gone
 
 import mcp_sync
 from mcp_sync import _jsonrpc
-from support import connect_fake, fake_pid, library_threads, logged, rss_bytes, timed, wait_gone
 
 LIMITS = {
     "handshake_timeout_ms": mcp_sync.DEFAULT_HANDSHAKE_TIMEOUT_MS,
@@ -85,7 +85,7 @@ def test_inbound_frame_limit_is_exact() -> None:
         line = _notification_of(4096)
         assert len(line.encode()) == 4096
         session.call_tool("raw", {"lines": [line]})
-        with pytest.raises(mcp_sync.ProtocolError, match="^an inbound frame is longer than max_frame_bytes=4096$"):
+        with pytest.raises(mcp_sync.ProtocolError, match=r"^an inbound frame is longer than max_frame_bytes=4096$"):
             session.call_tool("raw", {"lines": [_notification_of(4097)]}, timeout_ms=10_000)
 
 
@@ -185,9 +185,9 @@ def test_a_reply_nested_100000_deep_is_refused_without_recursion() -> None:
     old_hook = threading.excepthook
     threading.excepthook = lambda args: crashed.append(args.exc_value)  # type: ignore[assignment, return-value]
     try:
-        with connect_fake("--misbehave", max_frame_bytes=4 * 2**20) as session:
-            with pytest.raises(mcp_sync.ProtocolError, match="JSON depth"):
-                session.call_tool("deep", {"depth": 100_000}, timeout_ms=10_000)
+        with connect_fake("--misbehave", max_frame_bytes=4 * 2**20) as session, \
+                pytest.raises(mcp_sync.ProtocolError, match="JSON depth"):
+            session.call_tool("deep", {"depth": 100_000}, timeout_ms=10_000)
     finally:
         threading.excepthook = old_hook
     assert crashed == []

@@ -8,10 +8,10 @@ import unicodedata
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support import connect_fake
 
 import mcp_sync
 from mcp_sync._catalog import check_tool_name
-from support import connect_fake
 
 FORBIDDEN = {
     "slash": "read/file",

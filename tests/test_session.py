@@ -9,10 +9,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from support import (
+    alive,
+    connect_fake,
+    fake_pid,
+    library_threads,
+    logged,
+    methods,
+    timed,
+    wait_gone,
+)
 
 import mcp_sync
 from mcp_sync.testing import server_command
-from support import alive, connect_fake, fake_pid, library_threads, logged, methods, timed, wait_gone
 
 
 def test_handshake_snapshot_and_calls(tmp_path: Path) -> None:
@@ -122,7 +131,7 @@ def test_close_is_idempotent_and_fails_pending_calls_at_once() -> None:
     session.close()
     assert len(errors) == 4
     assert {(e.kind, str(e)) for e in errors} == {("connection_closed", "connection scope closed")}
-    with timed(0.5), pytest.raises(mcp_sync.ConnectionClosed, match="^connection scope closed$"):
+    with timed(0.5), pytest.raises(mcp_sync.ConnectionClosed, match=r"^connection scope closed$"):
         session.call_tool("echo", {"message": "late"})
     assert session.closed
     wait_gone(pid)
@@ -370,9 +379,9 @@ def test_child_environment_is_an_allowlist(monkeypatch: pytest.MonkeyPatch, tmp_
     with mcp_sync.connect(server="env", command=command, args=[str(script), str(out)],
                           env={"EXTRA": "1", **pythonpath}):
         pass
-    names = eval(out.read_text())  # noqa: S307 - our own repr of a list of str
+    names = eval(out.read_text())
     assert "MCP_SYNC_TEST_SECRET" not in names and "EXTRA" in names and "PATH" in names
     with mcp_sync.connect(server="env", command=command, args=[str(script), str(out)],
                           env=pythonpath, inherit_env=True):
         pass
-    assert "MCP_SYNC_TEST_SECRET" in eval(out.read_text())  # noqa: S307
+    assert "MCP_SYNC_TEST_SECRET" in eval(out.read_text())
