@@ -1,0 +1,248 @@
+"""Checks of the test infrastructure itself (conftest.py, tests/peers/).
+
+Nothing here imports mcp_sync: these tests say whether the peers and helpers the rest of
+the suite relies on work, so a red test here points at the environment, not the library.
+The wire exchanges are raw JSON-RPC written by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import (
+    NPM_PEERS,
+    assert_no_process_left,
+    descendant_pids,
+    is_alive,
+    listening_addresses,
+    peer_bin,
+    pids_in_group,
+)
+
+INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "mcp-sync-infra-test", "version": "0"},
+    },
+}
+
+# Tool counts of the pinned versions (tests/peers/package.json); a change means the pins
+# moved and tests/peers/NOTES.md and /work/shared/PEERS.md facts need re-checking.
+EXPECTED_TOOLS = {"everything": 13, "filesystem": 14, "memory": 9, "sdk": 5}
+
+
+def _stdio_exchange(argv: list[str], env: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """initialize + initialized + tools/list over stdio; return (init result, tool names).
+
+    Closes stdin afterwards and checks the server's whole process group is gone.
+    """
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+
+        def send(message: dict[str, Any]) -> None:
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+            proc.stdin.flush()
+
+        def reply_to(request_id: int) -> dict[str, Any]:
+            # Skip notifications (server-everything sends tools/list_changed early).
+            assert proc.stdout is not None
+            while line := proc.stdout.readline():
+                frame = json.loads(line)
+                if frame.get("id") == request_id:
+                    result: dict[str, Any] = frame["result"]
+                    return result
+            raise AssertionError(f"stdout closed before the reply to {request_id}")
+
+        send(INITIALIZE)
+        init = reply_to(1)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        tools = reply_to(2)
+        assert "nextCursor" not in tools
+        proc.stdin.close()
+        # server-everything takes ~350 ms to exit after initialized (a pending timer).
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    assert_no_process_left(proc.pid)  # int: the whole process group
+    return init, [tool["name"] for tool in tools["tools"]]
+
+
+def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    # A small environment like the one mcp_sync gives its children.
+    keep = ("PATH", "HOME", "LANG", "TMPDIR")
+    return {k: v for k, v in os.environ.items() if k in keep} | (extra or {})
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("name", sorted(NPM_PEERS))
+def test_npm_peer_is_installed(name: str) -> None:
+    path = peer_bin(name)
+    assert os.access(path.resolve(), os.X_OK), f"{path} is not executable"
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("name", sorted(NPM_PEERS))
+def test_npm_peer_answers_over_stdio(name: str, tmp_path: Path) -> None:
+    argv = [str(peer_bin(name))]
+    env = _child_env()
+    if name == "filesystem":
+        argv.append(str(tmp_path))
+    elif name == "memory":
+        env["MEMORY_FILE_PATH"] = str(tmp_path / "memory.jsonl")
+    init, tools = _stdio_exchange(argv, env)
+    assert init["protocolVersion"] == "2025-06-18"
+    assert isinstance(init["capabilities"]["tools"], dict)
+    assert len(tools) == EXPECTED_TOOLS[name]
+
+
+def test_sdk_peer_answers_over_stdio(sdk_stdio_cmd: list[str]) -> None:
+    init, tools = _stdio_exchange(sdk_stdio_cmd, _child_env())
+    assert init["serverInfo"]["name"] == "sdk-peer"
+    assert tools == ["echo", "add", "fail", "structured", "sleep"]
+
+
+def _post_initialize(url: str) -> tuple[str, str | None, dict[str, Any]]:
+    """POST initialize; return (content type, Mcp-Session-Id, the JSON-RPC reply)."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(INITIALIZE).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        content_type = response.headers.get_content_type()
+        session_id = response.headers.get("Mcp-Session-Id")
+        body = response.read().decode()
+    if content_type == "application/json":
+        return content_type, session_id, json.loads(body)
+    assert content_type == "text/event-stream", content_type
+    # Minimal SSE: each event's data lines; skip priming events (an id with empty data).
+    datas = []
+    for event in body.replace("\r\n", "\n").split("\n\n"):
+        data = "\n".join(
+            line[5:].removeprefix(" ") for line in event.split("\n") if line.startswith("data:")
+        )
+        if data:
+            datas.append(data)
+    assert len(datas) == 1, datas
+    return content_type, session_id, json.loads(datas[0])
+
+
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
+@pytest.mark.parametrize("stateless", [False, True], ids=["stateful", "stateless"])
+def test_sdk_http_server_answers_initialize(
+    sdk_http_server: Callable[..., AbstractContextManager[str]],
+    json_response: bool,
+    stateless: bool,
+) -> None:
+    with sdk_http_server(json_response=json_response, stateless=stateless) as url:
+        port = urlsplit(url).port
+        assert port is not None
+        assert listening_addresses(port) == {"127.0.0.1"}
+        content_type, session_id, reply = _post_initialize(url)
+    assert content_type == ("application/json" if json_response else "text/event-stream")
+    assert (session_id is None) == stateless
+    assert reply["id"] == 1
+    assert reply["result"]["protocolVersion"] == "2025-06-18"
+    assert listening_addresses(port) == set(), "server still listening after teardown"
+
+
+def test_everything_http_server_binds_loopback_only(everything_http_server: str) -> None:
+    port = urlsplit(everything_http_server).port
+    assert port is not None
+    # Without tests/peers/loopback.cjs this would be {"::"} (every interface).
+    assert listening_addresses(port) == {"127.0.0.1"}
+    content_type, session_id, reply = _post_initialize(everything_http_server)
+    assert content_type == "text/event-stream"
+    assert session_id
+    assert reply["result"]["serverInfo"]["name"] == "mcp-servers/everything"
+
+
+# --- the /proc and thread helpers themselves ------------------------------------------
+
+
+def test_process_helpers_track_a_tree_and_its_group() -> None:
+    # sh (own session) -> sleep; the grandchild shares the group and is a descendant.
+    proc = subprocess.Popen(
+        ["sh", "-c", "sleep 30 & wait"], start_new_session=True, stdin=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while not descendant_pids(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        tree = descendant_pids(proc.pid)
+        assert len(tree) == 1
+        assert pids_in_group(proc.pid) == {proc.pid} | tree
+        with pytest.raises(pytest.fail.Exception, match="still alive"):
+            assert_no_process_left(proc.pid, timeout=0.2)  # ...and SIGKILLs the leftovers
+        proc.wait(5)
+        assert_no_process_left({proc.pid} | tree, timeout=5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_zombie_counts_as_gone() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.DEVNULL)
+    try:
+        assert_no_process_left([proc.pid], timeout=5)  # not reaped yet: a zombie
+        assert not is_alive(proc.pid)
+    finally:
+        proc.wait()
+
+
+def test_thread_check_waits_for_a_library_thread_that_is_ending() -> None:
+    # Ends 0.2 s after the test body: the autouse check must wait for it, not fail.
+    threading.Thread(target=time.sleep, args=(0.2,), name="mcp_sync-infra-reader").start()
+
+
+def test_thread_check_fails_on_a_leaked_library_thread(pytester: pytest.Pytester) -> None:
+    conftest = Path(__file__).with_name("conftest.py").read_text()
+    # A short grace period keeps this test fast; the real one is 5 s.
+    pytester.makeconftest(conftest + "\nTHREAD_LEAK_GRACE = 0.2\n")
+    pytester.makepyfile(
+        """
+        import threading
+
+        def test_leaks():
+            stop = threading.Event()
+            threading.Thread(target=stop.wait, args=(3,), name="mcp_sync-x-reader",
+                             daemon=True).start()
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*library threads still running*mcp_sync-x-reader*"])
