@@ -95,7 +95,7 @@ def _connect(
     if (command is None) == (url is None):
         raise ProtocolError("give exactly one of the options command and url")
 
-    core = _Core(server, limits, diagnostics)  # type: ignore[arg-type]
+    core = _Core(server, limits, diagnostics)
     if url is not None:
         from ._http import HttpTransport, check_http_options
 
@@ -151,5 +151,5 @@ def _string_map(value: object) -> dict[str, str] | None:
         if not isinstance(key, str) or not key or "=" in key or "\0" in key:
             raise ProtocolError("option env has a key that is not a valid variable name")
         if not isinstance(item, str) or "\0" in item:
-            raise ProtocolError(f"option env has a value for {ascii(key)} that is not a string")
+            raise ProtocolError(f"option env has a value for {key!a} that is not a string")
     return dict(value)

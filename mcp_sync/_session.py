@@ -8,6 +8,7 @@ transports behave the same.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -89,6 +90,9 @@ class _Core:
         self._terminal: McpError | None = None
         self._ids = itertools.count(1)
         self.tool_names: frozenset[str] = frozenset()
+        # The negotiated version, once initialize's result passed its checks
+        # (the HTTP transport sends it as MCP-Protocol-Version).
+        self.protocol_version: str | None = None
 
     # ----------------------------------------------------------- ending
 
@@ -123,10 +127,9 @@ class _Core:
         observer = self.diagnostics
         if observer is None:
             return
-        try:
+        # An observer's own bug must not take the session down with it.
+        with contextlib.suppress(Exception):
             observer(DiagnosticEvent(kind=kind, server=self.server, detail=Redacted(detail)))
-        except Exception:  # noqa: BLE001 - an observer must not break the session
-            pass
 
     def transport_closed(self, stderr_tail: str) -> None:
         """Called once by the transport when its teardown is complete."""
@@ -144,6 +147,18 @@ class _Core:
                 return False
             entry.written = True
             return True
+
+    def waiting(self, request_id: int) -> bool:
+        """Whether a caller still waits for this request's reply."""
+        return request_id in self._pending
+
+    def fail(self, request_id: int, error: McpError) -> None:
+        """Fail one request without ending the session (an HTTP transport whose
+        server answered that request with an error status)."""
+        with self._lock:
+            entry = self._pending.pop(request_id, None)
+        if entry is not None:
+            entry.future.set_exception(error)
 
     def request(
         self,
@@ -267,8 +282,10 @@ class _Core:
             return
         if type(request_id) is not int and type(request_id) is not str:
             raise ProtocolError("a reply has an id that is not a string or integer")
+        if not isinstance(request_id, int):
+            return  # we only send integer ids: never ours
         with self._lock:
-            entry = self._pending.pop(request_id, None)  # type: ignore[call-overload]
+            entry = self._pending.pop(request_id, None)
         if entry is None:
             return  # nobody waits for it (timed out, or never ours)
         if error is None:
@@ -328,6 +345,7 @@ class _Core:
         if not isinstance(capabilities.get("tools"), dict):
             raise ProtocolError(f"{where} does not offer the tools capability")
         info = _server_info(result.get("serverInfo"))
+        self.protocol_version = version
         self.notify("notifications/initialized", timeout)
 
         walk = CatalogWalk(limits)
@@ -354,7 +372,7 @@ class _Core:
             raise terminal._copy()
         if name not in self.tool_names:
             raise ToolNotFound(
-                f"tool {ascii(name)} is not in the catalog of server {self.server!r}"
+                f"tool {name!a} is not in the catalog of server {self.server!r}"
             )
         if timeout_ms is None:
             timeout_ms = self.limits.request_timeout_ms
@@ -368,7 +386,7 @@ class _Core:
             "tools/call",
             {"name": name, "arguments": args},
             seconds(timeout_ms),
-            f"tool {ascii(name)} on server {self.server!r} ({option}={timeout_ms})",
+            f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
         )
         return parse_call_result(result, name)
 
@@ -434,7 +452,7 @@ class Session:
         for tool in self.tools:
             if tool.name == name:
                 return tool
-        raise ToolNotFound(f"tool {ascii(name)} is not in the catalog of server {self.server!r}")
+        raise ToolNotFound(f"tool {name!a} is not in the catalog of server {self.server!r}")
 
     def call_tool(
         self,
