@@ -35,7 +35,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import urlsplit
@@ -939,6 +939,9 @@ class HttpTransport:
             _wake(sock)  # shutdown already swept the in-flight sockets
 
     # ----------------------------------------------------------- teardown
+
+    def lead(self, done: Callable[[], bool], deadline: float) -> None:
+        """Replies come back on each caller's own request: nothing to lead."""
 
     def shutdown(self, wait: bool) -> None:
         with self._shutdown_lock:

@@ -65,6 +65,11 @@ def _lenient_parse(text: str) -> Any:
     return json.loads(text, parse_constant=float, parse_int=lambda _: 0, parse_float=float)
 
 
+# Built once: json.loads/json.dumps with options build a new codec per call.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def decode_line(line: bytes) -> dict[str, Any] | None:
     """One stdout line as a protocol message, or ``None`` if it is noise.
 
@@ -85,7 +90,7 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
             )
         return None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError:
         return None
     except ValueError as exc:  # a refused number, or an integer past the digit limit
@@ -109,9 +114,7 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
 def encode(message: dict[str, Any], max_bytes: int) -> bytes:
     """The message as one UTF-8 line, after checking its exact size."""
     try:
-        data = json.dumps(
-            message, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode("utf-8")
+        data = _ENCODER.encode(message).encode("utf-8")
     except UnicodeEncodeError:
         raise ProtocolError("an outgoing string contains a lone surrogate") from None
     except ValueError:

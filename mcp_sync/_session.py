@@ -13,9 +13,7 @@ import itertools
 import threading
 import time
 import weakref
-from collections.abc import Mapping
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ._catalog import CallToolResult, CatalogWalk, ServerInfo, Tool, parse_call_result
@@ -59,19 +57,55 @@ class Transport(Protocol):
     def send_nowait(self, frame: bytes) -> bool:
         """Queue a frame only if there is room now."""
 
+    def lead(self, done: Callable[[], bool], deadline: float) -> None:
+        """Optionally read replies in the calling thread until ``done()`` or
+        ``deadline``; returning at once is always allowed."""
+
     def shutdown(self, wait: bool) -> None:
         """Tear down (idempotent). ``wait``: block until a teardown already
         running in another thread has finished."""
 
 
 class _Pending:
-    __slots__ = ("future", "written")
+    """One caller's wait for one reply.
+
+    A bare lock, taken at birth and released by whoever completes the entry:
+    cheaper than a ``concurrent.futures.Future`` (no condition variable, no
+    callbacks), which matters on a path that runs once per call. Only the
+    thread that removes the entry from the request table (under the table
+    lock) completes it, so it is completed at most once.
+    """
+
+    __slots__ = ("_done", "error", "result", "written")
 
     def __init__(self) -> None:
-        self.future: Future[Any] = Future()
-        # Set by the transport, under the table lock, when it starts writing
-        # the frame; decides whether abandoning it needs a cancellation.
+        self._done = threading.Lock()
+        self._done.acquire()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        # Set under the table lock when the transport starts writing the
+        # frame; decides whether abandoning it needs a cancellation.
         self.written = False
+
+    def set_result(self, result: Any) -> None:
+        self.result = result
+        self._done.release()
+
+    def set_exception(self, error: BaseException) -> None:
+        self.error = error
+        self._done.release()
+
+    def done(self) -> bool:
+        return not self._done.locked()
+
+    def wait(self, timeout: float) -> bool:
+        """Block until completed or ``timeout`` s pass (negative: forever)."""
+        return self._done.acquire(True, timeout)
+
+    def outcome(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.result
 
 
 class _Core:
@@ -112,7 +146,7 @@ class _Core:
                 pending, self._pending = self._pending, {}
         if first:
             for entry in pending.values():
-                entry.future.set_exception(error._copy())
+                entry.set_exception(error._copy())
         if self.transport is not None:
             self.transport.shutdown(wait)
 
@@ -158,14 +192,14 @@ class _Core:
         with self._lock:
             entry = self._pending.pop(request_id, None)
         if entry is not None:
-            entry.future.set_exception(error)
+            entry.set_exception(error)
 
     def request(
         self,
         method: str,
         params: dict[str, Any],
         timeout: float,
-        describe: str,
+        describe: Callable[[], str],
         *,
         cancellable: bool = True,
     ) -> Any:
@@ -185,17 +219,16 @@ class _Core:
         assert transport is not None
         try:
             if transport.send(frame, request_id, timeout):
-                try:
-                    return entry.future.result(max(0.0, deadline - time.monotonic()))
-                except FutureTimeout:
-                    if entry.future.done():
-                        raise  # the server's own answer, not our deadline
+                transport.lead(entry.done, deadline)
+                if entry.wait(max(0.0, deadline - time.monotonic())):
+                    return entry.outcome()
             # The deadline passed, waiting for room in the queue or for the reply.
             if self._abandon(request_id, cancellable):
-                raise Timeout(f"{describe} missed its deadline")
+                raise Timeout(f"{describe()} missed its deadline")
             # A reply, or the end of the session, won the race and is being
-            # set on the future right now.
-            return entry.future.result()
+            # set on the entry right now.
+            entry.wait(-1)
+            return entry.outcome()
         except BaseException:
             self._abandon(request_id, cancellable)
             raise
@@ -289,9 +322,9 @@ class _Core:
         if entry is None:
             return  # nobody waits for it (timed out, or never ours)
         if error is None:
-            entry.future.set_result(message["result"])
+            entry.set_result(message["result"])
         else:
-            entry.future.set_exception(
+            entry.set_exception(
                 RemoteError(
                     f"server {self.server!r} answered with JSON-RPC error {error['code']}",
                     error["code"],
@@ -331,7 +364,7 @@ class _Core:
                 "clientInfo": dict(CLIENT_INFO),
             },
             timeout,
-            f"initialize with {where} ({budget})",
+            lambda: f"initialize with {where} ({budget})",
             cancellable=False,
         )
         if not isinstance(result, dict):
@@ -353,7 +386,7 @@ class _Core:
         while True:
             params = {} if cursor is None else {"cursor": cursor}
             page = self.request(
-                "tools/list", params, timeout, f"tools/list from {where} ({budget})"
+                "tools/list", params, timeout, lambda: f"tools/list from {where} ({budget})"
             )
             cursor = walk.add_page(page)
             if cursor is None:
@@ -386,7 +419,8 @@ class _Core:
             "tools/call",
             {"name": name, "arguments": args},
             seconds(timeout_ms),
-            f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
+            # Built only for a timeout's message: most calls never need it.
+            lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
         )
         return parse_call_result(result, name)
 

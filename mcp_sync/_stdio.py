@@ -12,12 +12,15 @@ Teardown (``shutdown``) runs once, in whichever thread ends the session first.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import queue
+import select
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from ._errors import ConnectionClosed, ProtocolError, SpawnFailed
@@ -46,6 +49,9 @@ EXIT_AFTER_EOF = 0.5
 THREAD_JOIN = 2.0
 
 _READ_SIZE = 65536
+_POLL_MAX_MS = 2**31 - 1
+# stdout's state, changed only by the holder of the read token.
+_OPEN, _EOF, _TOO_LONG = "open", "eof", "too long"
 _STOP = None  # the writer's sentinel
 
 
@@ -93,6 +99,8 @@ class StdioTransport:
         self._shutdown_lock = threading.Lock()
         self._shutdown_done = threading.Event()
         self._shut_down = False
+        self._teardown_thread: threading.Thread | None = None
+        self._name = f"mcp_sync-{server}"
         self.returncode: int | None = None
         posix = os.name == "posix"
         try:
@@ -117,6 +125,39 @@ class StdioTransport:
         self._stdin_fd = self._proc.stdin.fileno()
         self._stdout_fd = self._proc.stdout.fileno()
         self._stderr_fd = self._proc.stderr.fileno()
+        # Whoever holds _wlock writes to stdin, so frames never interleave.
+        # An idle pipe lets the calling thread write its own frame (no hand-off
+        # to the writer thread on the hot path); stdin is non-blocking so that
+        # write can never stall a caller past its deadline. The unwritten end
+        # of a frame a caller began (_carry) is finished by the writer before
+        # anything else. _stdin_open turns false, under _wlock, when stdin closes.
+        self._wlock = threading.Lock()
+        self._carry: memoryview | None = None
+        self._stdin_open = True
+        self._direct = False
+        if posix:
+            with contextlib.suppress(OSError):
+                os.set_blocking(self._stdin_fd, False)
+                self._direct = True
+        # The read side (see ``lead``).
+        self._rlock = threading.Lock()
+        self._partial: list[bytes] = []
+        self._held = 0
+        self._stdout_state = _OPEN
+        self._epoll: select.epoll | None = None
+        if hasattr(select, "epoll"):
+            os.set_blocking(self._stdout_fd, False)
+            self._wake_r, self._wake_w = os.pipe()
+            os.set_blocking(self._wake_r, False)
+            self._epoll = select.epoll()
+            self._epoll.register(self._stdout_fd, select.EPOLLIN)
+            self._epoll.register(self._wake_r, select.EPOLLIN)
+            # Written once when the session ends and never drained: a leader
+            # polling for a reply that will now never come leaves at once.
+            self._stop_r, self._stop_w = os.pipe()
+            self._lead_poll = select.poll()
+            self._lead_poll.register(self._stdout_fd, select.POLLIN)
+            self._lead_poll.register(self._stop_r, select.POLLIN)
         self._threads = [
             threading.Thread(target=target, name=f"mcp_sync-{server}-{role}", daemon=True)
             for role, target in (
@@ -136,6 +177,23 @@ class StdioTransport:
     # ----------------------------------------------------------- outbound
 
     def send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
+        if self._direct and self._wlock.acquire(False):
+            try:
+                if self._stdin_open and self._carry is None and not self._queue.qsize():
+                    written = self._write_some(frame)
+                    if written and request_id is not None:
+                        self._sink.claim(request_id)
+                    if written == len(frame):
+                        return True
+                    if written:
+                        self._carry = memoryview(frame)[written:]
+                        # A wake-up for the writer; a full queue means it is
+                        # busy and reaches the carry before its next item.
+                        with contextlib.suppress(queue.Full):
+                            self._queue.put_nowait((None, b""))
+                        return True
+            finally:
+                self._wlock.release()
         try:
             self._queue.put((request_id, frame), timeout=timeout)
         except queue.Full:
@@ -149,81 +207,180 @@ class StdioTransport:
             return False
         return True
 
-    def _write_stdin(self) -> None:
+    def _write_some(self, frame: bytes) -> int:
+        """One non-blocking write; a broken pipe is left for the writer thread
+        to meet and report."""
+        try:
+            return os.write(self._stdin_fd, frame)
+        except OSError:
+            return 0
+
+    def _write_all(self, frame: bytes | memoryview) -> None:
+        # A started frame is always finished: half a frame would corrupt
+        # every frame after it.
         fd = self._stdin_fd
+        view = memoryview(frame)
+        poller: select.poll | None = None
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                # Wait for the server to read; its death wakes us too (EPIPE).
+                if poller is None:
+                    poller = select.poll()
+                    poller.register(fd, select.POLLOUT)
+                poller.poll()
+
+    def _write_stdin(self) -> None:
         claim = self._sink.claim
         get = self._queue.get
+        lock = self._wlock
         try:
             while True:
                 item = get()
-                if item is None:  # _STOP
-                    return
-                request_id, frame = item
-                if request_id is not None and not claim(request_id):
-                    continue  # abandoned before it was started
-                view = memoryview(frame)
-                # A started frame is always finished: half a frame would
-                # corrupt every frame after it.
-                while view:
-                    view = view[os.write(fd, view) :]
+                with lock:
+                    if self._carry is not None:
+                        carry, self._carry = self._carry, None
+                        self._write_all(carry)
+                    if item is None:  # _STOP
+                        return
+                    request_id, frame = item
+                    if not frame:
+                        continue  # a wake-up for the carry
+                    if request_id is not None and not claim(request_id):
+                        continue  # abandoned before it was started
+                    self._write_all(frame)
         except OSError:
-            self._sink.terminate(ConnectionClosed("stdin closed"))
+            # A dead child also breaks the pipe: when it has exited, its exit
+            # status is the truer reason (as for stdout's end).
+            if self._exited.wait(EXIT_AFTER_EOF):
+                self._sink.terminate(ConnectionClosed(f"exited with code {self.returncode}"))
+            else:
+                self._sink.terminate(ConnectionClosed("stdin closed"))
         finally:
-            with contextlib.suppress(OSError):
-                self._proc.stdin.close()  # type: ignore[union-attr]
+            with lock:
+                self._stdin_open = False
+                with contextlib.suppress(OSError):
+                    self._proc.stdin.close()  # type: ignore[union-attr]
 
     # ----------------------------------------------------------- inbound
 
-    def _read_stdout(self) -> None:
+    # Who reads stdout. Whoever holds _rlock (the read token) reads and
+    # dispatches frames, so dispatch is never concurrent. Normally that is the
+    # reader thread, woken by epoll when stdout has data. But a caller waiting
+    # for its reply takes the token when it is free and reads for itself
+    # (``lead``): its own reply then needs no hand-off between threads, which
+    # is most of the cost of a round trip. While it leads, stdout is disarmed
+    # in the reader thread's epoll, so the reply does not wake that thread too;
+    # re-arming it is level-triggered, so nothing that arrives in between is
+    # missed. Every ending (EOF, an over-long frame) is finished by the reader
+    # thread: a leader that meets one wakes it through the wake pipe.
+
+    def lead(self, done: Callable[[], bool], deadline: float) -> None:
+        """Read stdout in the calling thread until ``done()`` or ``deadline``
+        (a ``time.monotonic`` value), if nobody else is reading."""
+        if self._epoll is None or not self._rlock.acquire(False):
+            return
+        fd = self._stdout_fd
+        try:
+            if self._stdout_state is not _OPEN:
+                return
+            self._epoll.modify(fd, 0)
+            try:
+                poll = self._lead_poll.poll
+                while not done():
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return
+                    ready = poll(min(math.ceil(remaining * 1000), _POLL_MAX_MS))
+                    if not ready:
+                        continue
+                    if any(ready_fd == self._stop_r for ready_fd, _ in ready):
+                        return
+                    if not self._read_available():
+                        os.write(self._wake_w, b"x")  # the reader thread finishes the ending
+                        return
+            finally:
+                self._epoll.modify(fd, select.EPOLLIN)
+        finally:
+            self._rlock.release()
+
+    def _read_available(self) -> bool:
+        """Read what stdout has (holding the read token) and dispatch each
+        complete line. False once stdout has ended or broken the frame limit."""
+        if self._stdout_state is not _OPEN:
+            return False
         fd = self._stdout_fd
         limit = self._limits.max_frame_bytes
         receive = self._sink.receive
-        partial: list[bytes] = []
-        held = 0
-        try:
+        partial = self._partial
+        while True:
+            try:
+                chunk = os.read(fd, _READ_SIZE)
+            except BlockingIOError:
+                return True
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._stdout_state = _EOF
+                return False
+            start = 0
             while True:
-                try:
-                    chunk = os.read(fd, _READ_SIZE)
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    break
-                start = 0
-                while True:
-                    newline = chunk.find(b"\n", start)
-                    if newline < 0:
-                        rest = len(chunk) - start
-                        if held + rest > limit:
-                            self._frame_too_long(limit)
-                            return
-                        if rest:
-                            partial.append(chunk[start:] if start else chunk)
-                            held += rest
-                        break
-                    if held + newline - start > limit:
-                        self._frame_too_long(limit)
-                        return
-                    if partial:
-                        partial.append(chunk[start:newline])
-                        line = b"".join(partial)
+                newline = chunk.find(b"\n", start)
+                if newline < 0:
+                    rest = len(chunk) - start
+                    if self._held + rest > limit:
+                        self._stdout_state = _TOO_LONG
                         partial.clear()
-                        held = 0
-                    else:
-                        line = chunk[start:newline]
-                    receive(line)
-                    start = newline + 1
+                        return False
+                    if rest:
+                        partial.append(chunk[start:] if start else chunk)
+                        self._held += rest
+                    break
+                if self._held + newline - start > limit:
+                    self._stdout_state = _TOO_LONG
+                    partial.clear()
+                    return False
+                if partial:
+                    partial.append(chunk[start:newline])
+                    line = b"".join(partial)
+                    partial.clear()
+                    self._held = 0
+                else:
+                    line = chunk[start:newline]
+                receive(line)
+                start = newline + 1
+            if len(chunk) < _READ_SIZE:
+                return True  # most likely drained; poll says when there is more
+
+    def _read_stdout(self) -> None:
+        try:
+            if self._epoll is None:
+                # No epoll: a plain blocking reader, and callers never lead.
+                while self._read_available():
+                    pass
+            else:
+                wait = self._epoll.poll
+                wake = self._wake_r
+                while True:
+                    for ready, _ in wait():
+                        if ready == wake:
+                            os.read(wake, 64)
+                    with self._rlock:
+                        if not self._read_available():
+                            break
         finally:
             self._stdout_done.set()
+        if self._stdout_state is _TOO_LONG:
+            limit = self._limits.max_frame_bytes
+            self._sink.terminate(
+                ProtocolError(f"an inbound frame is longer than max_frame_bytes={limit}")
+            )
         # stdout ended. Prefer the exit status when it follows promptly.
-        if self._exited.wait(EXIT_AFTER_EOF):
+        elif self._exited.wait(EXIT_AFTER_EOF):
             self._sink.terminate(ConnectionClosed(f"exited with code {self.returncode}"))
         else:
             self._sink.terminate(ConnectionClosed("stdout closed"))
-
-    def _frame_too_long(self, limit: int) -> None:
-        self._sink.terminate(
-            ProtocolError(f"an inbound frame is longer than max_frame_bytes={limit}")
-        )
 
     def _read_stderr(self) -> None:
         fd = self._stderr_fd
@@ -261,10 +418,25 @@ class StdioTransport:
         with self._shutdown_lock:
             mine = not self._shut_down
             self._shut_down = True
+        if mine and self._epoll is not None:
+            os.write(self._stop_w, b"x")
         if not mine:
             if wait:
                 self._shutdown_done.wait()
+                helper = self._teardown_thread
+                if helper is not None and helper is not threading.current_thread():
+                    helper.join(THREAD_JOIN)
             return
+        if not wait and threading.current_thread() not in self._threads:
+            # A caller that met the end while reading for its own reply: it
+            # neither pays for the teardown nor holds the read token through it.
+            helper = threading.Thread(target=self._run_teardown, name=f"{self._name}-teardown", daemon=True)
+            self._teardown_thread = helper
+            helper.start()
+            return
+        self._run_teardown()
+
+    def _run_teardown(self) -> None:
         try:
             self._teardown()
         finally:
@@ -281,10 +453,23 @@ class StdioTransport:
         for thread in self._threads:
             if thread is not current:
                 thread.join(THREAD_JOIN)
-        for stream in (self._proc.stdout, self._proc.stderr):
-            if stream is not None and not self._thread_alive_for(stream):
-                with contextlib.suppress(OSError):
-                    stream.close()
+        # A caller still leading leaves as soon as it sees the end; take the
+        # read token so that nobody polls a descriptor as it is closed.
+        if self._rlock.acquire(True, THREAD_JOIN):
+            try:
+                if self._stdout_state is _OPEN:
+                    self._stdout_state = _EOF
+                if self._epoll is not None and not self._thread_alive_for(self._proc.stdout):
+                    self._epoll.close()
+                    for fd in (self._wake_r, self._wake_w, self._stop_r, self._stop_w):
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
+                for stream in (self._proc.stdout, self._proc.stderr):
+                    if stream is not None and not self._thread_alive_for(stream):
+                        with contextlib.suppress(OSError):
+                            stream.close()
+            finally:
+                self._rlock.release()
         self._sink.transport_closed(self._tail.text())
 
     def _thread_alive_for(self, stream: object) -> bool:
