@@ -67,12 +67,22 @@ def check_tool_name(name: object, max_bytes: int) -> str:
     return name
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
 def freeze(value: Any) -> Any:
-    """A deep read-only copy: dicts become mappingproxies, lists tuples."""
+    """A deep read-only copy: dicts become mappingproxies, lists tuples.
+
+    Recursive, but only ever given decoded JSON, whose depth the frame rules
+    already bounded (128).
+    """
+    atoms = _ATOMS
     if isinstance(value, dict):
-        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+        return MappingProxyType(
+            {k: v if type(v) in atoms else freeze(v) for k, v in value.items()}
+        )
     if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
+        return tuple([v if type(v) in atoms else freeze(v) for v in value])
     return value
 
 
@@ -136,6 +146,14 @@ class CallToolResult:
 
 
 def parse_call_result(result: object, tool: str) -> CallToolResult:
+    if (
+        type(result) is dict
+        and type(result.get("content")) is list
+        and type(result.get("isError", False)) is bool
+        and result.get("structuredContent") is None
+    ):
+        # The common case, checked in one go.
+        return CallToolResult(content=freeze(result["content"]), is_error=result.get("isError", False))
     where = f"the result of tool {tool!a}"
     if not isinstance(result, dict):
         raise InvalidResponse(f"{where} is not an object")

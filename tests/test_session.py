@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -385,3 +386,74 @@ def test_child_environment_is_an_allowlist(monkeypatch: pytest.MonkeyPatch, tmp_
                           env=pythonpath, inherit_env=True):
         pass
     assert "MCP_SYNC_TEST_SECRET" in eval(out.read_text())
+
+
+# A caller waiting for its reply reads stdout itself (it "leads"); these pin
+# down that a leader never outlives the session's end or its own deadline.
+
+
+def test_a_caller_reading_for_its_reply_fails_at_once_when_another_thread_closes() -> None:
+    # The server ignores stdin's end, so nothing arrives on stdout to wake the
+    # leader: only the session's end can.
+    session = connect_fake("--misbehave", "--ignore-stdin-eof")
+    pid = fake_pid(session)
+    failed = threading.Event()
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            session.call_tool("hang", timeout_ms=60_000)
+        except mcp_sync.McpError as exc:
+            errors.append(exc)
+        failed.set()
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    assert _eventually(session._core.transport._rlock.locked)  # type: ignore[union-attr]
+    closer = threading.Thread(target=session.close)
+    with timed(0.5):
+        closer.start()
+        assert failed.wait(5)
+    assert [(e.kind, str(e)) for e in errors] == [("connection_closed", "connection scope closed")]
+    closer.join(10)
+    caller.join(5)
+    wait_gone(pid)
+    assert not library_threads()
+
+
+def test_a_leader_that_meets_a_malformed_reply_returns_at_once_and_nothing_leaks() -> None:
+    session = connect_fake("--misbehave", "--ignore-stdin-eof")
+    pid = fake_pid(session)
+    bad = '{"jsonrpc":"2.0","id":{id},"result":{},"error":{"code":1,"message":"m"}}'
+    # The teardown (grace periods included) runs in a helper thread, not in
+    # the caller that found the fault.
+    with timed(0.5), pytest.raises(mcp_sync.ProtocolError, match="exactly one of result and error"):
+        session.call_tool("raw", {"lines": [bad], "reply": False}, timeout_ms=10_000)
+    session.close()
+    wait_gone(pid)
+    assert not library_threads()
+
+
+def test_a_leader_gives_the_read_side_back_at_its_deadline() -> None:
+    with connect_fake("--misbehave") as session:
+        with pytest.raises(mcp_sync.Timeout):
+            session.call_tool("hang", timeout_ms=100)
+        assert not session._core.transport._rlock.locked()  # type: ignore[union-attr]
+        assert session.call_tool("echo", {"message": "again"}).content[0]["text"] == "again"
+
+
+def test_a_ping_while_nobody_calls_is_answered_by_the_reader_thread() -> None:
+    with connect_fake("--misbehave") as session:
+        session.call_tool("ping_later", {"ms": 50, "id": "idle-ping"})
+        # No caller is waiting while the ping arrives: nobody leads.
+        time.sleep(0.5)
+        assert session.call_tool("late_pong").content[0]["text"] == "pong ok"
+
+
+def _eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True

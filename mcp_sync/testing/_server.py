@@ -51,6 +51,8 @@ MISBEHAVING_TOOLS: list[dict[str, Any]] = [
         ("crash", "Exit at once with `code` (default 3) instead of answering."),
         ("hang", "Never answer."),
         ("ping_client", "Ping the client (id `id`) and report whether the pong matched."),
+        ("ping_later", "Answer, then after `ms` milliseconds ping the client (id `id`)."),
+        ("late_pong", "Report whether the pong to ping_later's ping matched."),
         ("ask_client", "Send the client a request `method` and return its reply."),
         ("null_error", "Write an error reply with a null id, then answer."),
         ("raw", "Write `lines` raw to stdout ({id} is the request id), then answer unless `reply` is false."),
@@ -197,8 +199,11 @@ class FakeServer:
         if name == "echo":
             self.reply(rid, self.text(str(args.get("message", ""))))
         elif name == "add":
-            total = args.get("a", 0) + args.get("b", 0)
-            self.reply(rid, self.text(str(total), structuredContent={"sum": total}))
+            a, b = args.get("a", 0), args.get("b", 0)
+            if not all(type(n) in (int, float) for n in (a, b)):
+                self.reply(rid, self.text("add needs numbers a and b", isError=True))
+            else:
+                self.reply(rid, self.text(str(a + b), structuredContent={"sum": a + b}))
         elif name == "fail":
             self.reply(rid, self.text("the tool failed on purpose", isError=True))
         elif name == "sleep":
@@ -211,6 +216,17 @@ class FakeServer:
             os._exit(int(args.get("code", 3)))
         elif name == "hang":
             pass
+        elif name == "ping_later":
+            def later() -> None:
+                time.sleep(int(args.get("ms", 0)) / 1000)
+                outcome = self.ask(rid, "ping", args.get("id"), check_pong=True)
+                self.late_pong = outcome["content"][0]["text"]
+
+            self.late_pong = "no pong yet"
+            threading.Thread(target=later, daemon=True).start()
+            self.reply(rid, self.text("will ping"))
+        elif name == "late_pong":
+            self.reply(rid, self.text(getattr(self, "late_pong", "never pinged")))
         elif name == "ping_client":
             self.reply(rid, self.ask(rid, "ping", args.get("id"), check_pong=True))
         elif name == "ask_client":
