@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import threading
 import time
 import weakref
@@ -46,6 +47,19 @@ def _client_info() -> Mapping[str, str]:
 CLIENT_INFO: Mapping[str, str] = _client_info()
 
 CLOSED_BY_CALLER = "connection scope closed"
+FORKED = "the session belongs to the process that opened it, not to this forked child"
+
+# Every live session core, so that a forked child can disown them (see _Core.disown).
+_cores: weakref.WeakSet[_Core] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for core in list(_cores):
+        core.disown()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Transport(Protocol):
@@ -127,6 +141,18 @@ class _Core:
         # The negotiated version, once initialize's result passed its checks
         # (the HTTP transport sends it as MCP-Protocol-Version).
         self.protocol_version: str | None = None
+        _cores.add(self)
+
+    def disown(self) -> None:
+        """In a forked child: the server, its pipes and the HTTP session are
+        the parent's, and the threads that served them were not copied. End
+        the session here without touching any of it: no signal to the
+        parent's server, no DELETE of the parent's HTTP session, no read of
+        the parent's replies."""
+        self._lock = threading.Lock()  # a parent thread may have held it at fork time
+        self._pending = {}
+        self._terminal = ConnectionClosed(FORKED)
+        self.transport = None
 
     # ----------------------------------------------------------- ending
 

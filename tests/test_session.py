@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +24,7 @@ from support import (
 )
 
 import mcp_sync
+from mcp_sync import _session
 from mcp_sync.testing import server_command
 
 
@@ -457,3 +460,31 @@ def _eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
             return False
         time.sleep(0.005)
     return True
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_disowns_the_session_and_spares_the_parents_server() -> None:
+    with connect_fake() as session:
+        pid = fake_pid(session)
+        read_end, write_end = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover - runs in the child
+            try:
+                try:
+                    session.call_tool("echo", {"message": "from the child"})
+                    report = "the call went through"
+                except mcp_sync.McpError as exc:
+                    report = f"{exc.kind}|{exc}"
+                session.close()
+                # What a worker's exit runs: the session finalizer among others.
+                atexit._run_exitfuncs()
+                os.write(write_end, report.encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            report = pipe.read().decode()
+        os.waitpid(child, 0)
+        assert report == f"connection_closed|{_session.FORKED}"
+        assert alive(pid)
+        assert session.call_tool("echo", {"message": "parent"}).content[0]["text"] == "parent"
