@@ -40,7 +40,7 @@ def main() -> int:
 
         failed = session.call_tool("fail")
         print(f"fail -> is_error={failed.is_error}: {failed.content[0]['text']!r}")
-    print("closed; the server process is gone")
+    print(f"session closed: {session.closed}")
     return 0
 
 
