@@ -179,7 +179,9 @@ class StdioTransport:
     def send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
         if self._direct and self._wlock.acquire(False):
             try:
-                if self._stdin_open and self._carry is None and not self._queue.qsize():
+                # Reading the deque's length without the queue's mutex is a
+                # hint only: a frame queued a moment later is still written.
+                if self._stdin_open and self._carry is None and not self._queue.queue:
                     written = self._write_some(frame)
                     if written and request_id is not None:
                         self._sink.claim(request_id)
@@ -295,8 +297,8 @@ class StdioTransport:
                     ready = poll(min(math.ceil(remaining * 1000), _POLL_MAX_MS))
                     if not ready:
                         continue
-                    if any(ready_fd == self._stop_r for ready_fd, _ in ready):
-                        return
+                    if len(ready) > 1 or ready[0][0] != fd:
+                        return  # the stop pipe: the session has ended
                     if not self._read_available():
                         os.write(self._wake_w, b"x")  # the reader thread finishes the ending
                         return

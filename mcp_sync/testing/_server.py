@@ -64,7 +64,7 @@ MISBEHAVING_TOOLS: list[dict[str, Any]] = [
         ("deep", "Answer with a result nested `depth` levels deep."),
         ("exit_after_reply", "Answer, then exit with `code`."),
         ("close_stdout", "Close stdout and keep running."),
-        ("close_stdin", "Answer, then close stdin and keep running."),
+        ("close_stdin", "Close stdin, then answer and keep running."),
     )
 ]
 
@@ -277,8 +277,9 @@ class FakeServer:
             with self.write_lock:
                 os.close(1)
         elif name == "close_stdin":
-            self.reply(rid, self.text("closing stdin"))
+            # Closed before the answer, so that every later write finds it closed.
             os.close(0)
+            self.reply(rid, self.text("closed stdin"))
         elif name == "exit_after_reply":
             self.reply(rid, self.text("bye"))
             os._exit(int(args.get("code", 0)))
