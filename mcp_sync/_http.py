@@ -940,8 +940,16 @@ class HttpTransport:
 
     # ----------------------------------------------------------- teardown
 
-    def lead(self, done: Callable[[], bool], deadline: float) -> None:
-        """Replies come back on each caller's own request: nothing to lead."""
+    def exchange(
+        self,
+        frame: bytes,
+        request_id: int,
+        timeout: float,
+        done: Callable[[], bool],
+        deadline: float,
+    ) -> bool:
+        """Replies come back on each request's own response: just send."""
+        return self.send(frame, request_id, timeout)
 
     def shutdown(self, wait: bool) -> None:
         with self._shutdown_lock:

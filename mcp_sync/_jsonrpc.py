@@ -68,6 +68,43 @@ def _lenient_parse(text: str) -> Any:
 # Built once: json.loads/json.dumps with options build a new codec per call.
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_SCAN: Any = getattr(_DECODER, "scan_once")  # noqa: B009 - untyped in typeshed
+
+
+def _unencodable(value: object) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# The C encoder JSONEncoder.encode builds on every call, built once. Without
+# circular-reference markers: arguments were already walked with a depth
+# bound (check_arguments), and the envelope is ours.
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE: Any = (
+    _c_make_encoder(
+        None, _unencodable, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    if _c_make_encoder is not None
+    else None
+)
+
+
+def _dumps(message: dict[str, Any]) -> str:
+    if _C_ENCODE is None:
+        return _ENCODER.encode(message)
+    return "".join(_C_ENCODE(message, 0))
+
+
+def _loads(text: str) -> Any:
+    # The common case, a frame with no surrounding whitespace, straight to
+    # the C scanner; anything else through the full decoder, which also
+    # raises the proper errors.
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        return _DECODER.decode(text)
+    if end != len(text):
+        return _DECODER.decode(text)
+    return value
 
 
 def decode_line(line: bytes) -> dict[str, Any] | None:
@@ -90,7 +127,7 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
             )
         return None
     try:
-        value = _DECODER.decode(text)
+        value = _loads(text)
     except json.JSONDecodeError:
         return None
     except ValueError as exc:  # a refused number, or an integer past the digit limit
@@ -114,7 +151,7 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
 def encode(message: dict[str, Any], max_bytes: int) -> bytes:
     """The message as one UTF-8 line, after checking its exact size."""
     try:
-        data = _ENCODER.encode(message).encode("utf-8")
+        data = _dumps(message).encode("utf-8")
     except UnicodeEncodeError:
         raise ProtocolError("an outgoing string contains a lone surrogate") from None
     except ValueError:
@@ -128,6 +165,8 @@ def encode(message: dict[str, Any], max_bytes: int) -> bytes:
 
 
 _SCALARS = (str, int, float, bool, type(None))
+# Values a flat argument dict may hold without the full walk (no float: NaN).
+_FLAT = frozenset({str, int, bool, type(None)})
 
 
 def check_arguments(arguments: object, max_bytes: int) -> None:
@@ -142,6 +181,10 @@ def check_arguments(arguments: object, max_bytes: int) -> None:
         raise ProtocolError(
             f"tool arguments must be a dict with str keys, got {type(arguments).__name__}"
         )
+    if len(arguments) <= 16 and all(
+        type(key) is str and type(value) in _FLAT for key, value in arguments.items()
+    ):
+        return  # flat: nothing to expand, and encode() checks the exact size
     budget = max_bytes
     stack: list[tuple[object, int]] = [(arguments, 3)]
     while stack:

@@ -71,9 +71,16 @@ class Transport(Protocol):
     def send_nowait(self, frame: bytes) -> bool:
         """Queue a frame only if there is room now."""
 
-    def lead(self, done: Callable[[], bool], deadline: float) -> None:
-        """Optionally read replies in the calling thread until ``done()`` or
-        ``deadline``; returning at once is always allowed."""
+    def exchange(
+        self,
+        frame: bytes,
+        request_id: int,
+        timeout: float,
+        done: Callable[[], bool],
+        deadline: float,
+    ) -> bool:
+        """``send`` a request frame; then optionally read replies in the calling
+        thread until ``done()`` or ``deadline`` (returning at once is allowed)."""
 
     def shutdown(self, wait: bool) -> None:
         """Tear down (idempotent). ``wait``: block until a teardown already
@@ -244,10 +251,10 @@ class _Core:
         transport = self.transport
         assert transport is not None
         try:
-            if transport.send(frame, request_id, timeout):
-                transport.lead(entry.done, deadline)
-                if entry.wait(max(0.0, deadline - time.monotonic())):
-                    return entry.outcome()
+            if transport.exchange(frame, request_id, timeout, entry.done, deadline) and entry.wait(
+                max(0.0, deadline - time.monotonic())
+            ):
+                return entry.outcome()
             # The deadline passed, waiting for room in the queue or for the reply.
             if self._abandon(request_id, cancellable):
                 raise Timeout(f"{describe()} missed its deadline")

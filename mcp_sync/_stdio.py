@@ -177,30 +177,39 @@ class StdioTransport:
     # ----------------------------------------------------------- outbound
 
     def send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
-        if self._direct and self._wlock.acquire(False):
-            try:
-                # Reading the deque's length without the queue's mutex is a
-                # hint only: a frame queued a moment later is still written.
-                if self._stdin_open and self._carry is None and not self._queue.queue:
-                    written = self._write_some(frame)
-                    if written and request_id is not None:
-                        self._sink.claim(request_id)
-                    if written == len(frame):
-                        return True
-                    if written:
-                        self._carry = memoryview(frame)[written:]
-                        # A wake-up for the writer; a full queue means it is
-                        # busy and reaches the carry before its next item.
-                        with contextlib.suppress(queue.Full):
-                            self._queue.put_nowait((None, b""))
-                        return True
-            finally:
-                self._wlock.release()
+        if self._try_direct(frame, request_id):
+            return True
         try:
             self._queue.put((request_id, frame), timeout=timeout)
         except queue.Full:
             return False
         return True
+
+    def _try_direct(self, frame: bytes, request_id: int | None) -> bool:
+        """Write the frame from the calling thread if stdin is idle; True if it
+        was written, or begun and left to the writer thread to finish."""
+        if not self._direct or not self._wlock.acquire(False):
+            return False
+        try:
+            # Reading the deque's length without the queue's mutex is a
+            # hint only: a frame queued a moment later is still written.
+            if not self._stdin_open or self._carry is not None or self._queue.queue:
+                return False
+            written = self._write_some(frame)
+            if written and request_id is not None:
+                self._sink.claim(request_id)
+            if written == len(frame):
+                return True
+            if written:
+                self._carry = memoryview(frame)[written:]
+                # A wake-up for the writer; a full queue means it is busy
+                # and reaches the carry before its next item.
+                with contextlib.suppress(queue.Full):
+                    self._queue.put_nowait((None, b""))
+                return True
+            return False
+        finally:
+            self._wlock.release()
 
     def send_nowait(self, frame: bytes) -> bool:
         try:
@@ -278,34 +287,77 @@ class StdioTransport:
     # missed. Every ending (EOF, an over-long frame) is finished by the reader
     # thread: a leader that meets one wakes it through the wake pipe.
 
+    def exchange(
+        self,
+        frame: bytes,
+        request_id: int,
+        timeout: float,
+        done: Callable[[], bool],
+        deadline: float,
+    ) -> bool:
+        """Send a request and, if nobody else is reading, read until ``done()``
+        or ``deadline``. False if the frame could not be queued in time.
+
+        The read token is taken and stdout disarmed *before* the write: a
+        server that answers at once (on one CPU it runs the moment it is
+        woken) would otherwise wake the reader thread with the reply.
+        """
+        epoll = self._epoll
+        if epoll is not None and self._rlock.acquire(False):
+            fd = self._stdout_fd
+            try:
+                if self._stdout_state is _OPEN:
+                    epoll.modify(fd, 0)
+                    try:
+                        # Only a write that cannot block: never hold the token
+                        # while waiting for room, or nobody reads the replies
+                        # the server is blocked on.
+                        if self._try_direct(frame, request_id):
+                            self._read_until(done, deadline)
+                            return True
+                    finally:
+                        epoll.modify(fd, select.EPOLLIN)
+            finally:
+                self._rlock.release()
+        if not self.send(frame, request_id, timeout):
+            return False
+        self.lead(done, deadline)
+        return True
+
     def lead(self, done: Callable[[], bool], deadline: float) -> None:
         """Read stdout in the calling thread until ``done()`` or ``deadline``
         (a ``time.monotonic`` value), if nobody else is reading."""
-        if self._epoll is None or not self._rlock.acquire(False):
+        epoll = self._epoll
+        if epoll is None or not self._rlock.acquire(False):
             return
         fd = self._stdout_fd
         try:
             if self._stdout_state is not _OPEN:
                 return
-            self._epoll.modify(fd, 0)
+            epoll.modify(fd, 0)
             try:
-                poll = self._lead_poll.poll
-                while not done():
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        return
-                    ready = poll(min(math.ceil(remaining * 1000), _POLL_MAX_MS))
-                    if not ready:
-                        continue
-                    if len(ready) > 1 or ready[0][0] != fd:
-                        return  # the stop pipe: the session has ended
-                    if not self._read_available():
-                        os.write(self._wake_w, b"x")  # the reader thread finishes the ending
-                        return
+                self._read_until(done, deadline)
             finally:
-                self._epoll.modify(fd, select.EPOLLIN)
+                epoll.modify(fd, select.EPOLLIN)
         finally:
             self._rlock.release()
+
+    def _read_until(self, done: Callable[[], bool], deadline: float) -> None:
+        # Holding the read token, with stdout disarmed in the reader's epoll.
+        fd = self._stdout_fd
+        poll = self._lead_poll.poll
+        while not done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            ready = poll(min(math.ceil(remaining * 1000), _POLL_MAX_MS))
+            if not ready:
+                continue
+            if len(ready) > 1 or ready[0][0] != fd:
+                return  # the stop pipe: the session has ended
+            if not self._read_available():
+                os.write(self._wake_w, b"x")  # the reader thread finishes the ending
+                return
 
     def _read_available(self) -> bool:
         """Read what stdout has (holding the read token) and dispatch each

@@ -13,6 +13,7 @@ from support import connect_fake, fake_pid, library_threads, logged, rss_bytes, 
 
 import mcp_sync
 from mcp_sync import _jsonrpc
+from mcp_sync._jsonrpc import decode_line
 
 LIMITS = {
     "handshake_timeout_ms": mcp_sync.DEFAULT_HANDSHAKE_TIMEOUT_MS,
@@ -210,6 +211,32 @@ def test_depth_check_ignores_brackets_in_strings() -> None:
         ("1" * 5000, "integer with too many digits"),
     ],
 )
+def _cycle() -> list[object]:
+    loop: list[object] = []
+    loop.append(loop)
+    return loop
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","method":"x"}',
+        b'  {"jsonrpc":"2.0","method":"x"}',
+        b'{"jsonrpc":"2.0","method":"x"}\r',
+        b'\t{"jsonrpc":"2.0","method":"x"}  ',
+    ],
+)
+def test_frames_with_surrounding_whitespace_are_still_frames(line: bytes) -> None:
+    assert decode_line(line) == {"jsonrpc": "2.0", "method": "x"}
+
+
+@pytest.mark.parametrize(
+    "line", [b'{"jsonrpc":"2.0"} {"jsonrpc":"2.0"}', b'{"jsonrpc":"2.0"}x', b"", b"   ", b"]"]
+)
+def test_trailing_data_or_nothing_is_noise(line: bytes) -> None:
+    assert decode_line(line) is None
+
+
 def test_bad_numbers_are_protocol_errors(literal: str, message: str) -> None:
     line = '{"jsonrpc":"2.0","result":{"content":[],"n":' + literal + '},"id":{id}}'
     with connect_fake("--misbehave") as session:
@@ -247,6 +274,9 @@ def _nested_list(levels: int) -> Any:
         ({"a": b"bytes"}, "value of type bytes"),
         ({"a": "\ud800"}, "lone surrogate"),
         ({"a": _nested_list(126)}, "JSON depth limit of 128"),
+        ({"a": _cycle()}, "JSON depth limit of 128"),
+        ({f"k{n}": 1 for n in range(17)} | {"z": float("nan")}, "NaN or an infinite number"),
+        ({"\ud800": 1}, "lone surrogate"),
     ],
 )
 def test_unusable_arguments_send_nothing_and_keep_the_session(
