@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import urllib.request
+import zipfile
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -246,3 +247,21 @@ def test_thread_check_fails_on_a_leaked_library_thread(pytester: pytest.Pytester
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*library threads still running*mcp_sync-x-reader*"])
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_wheel_ships_py_typed_the_testing_package_and_the_command(tmp_path: Path) -> None:
+    # Offline: the build uses the venv's setuptools and wheel.
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation",
+         "-q", "-w", str(tmp_path)],
+        check=True, capture_output=True, timeout=120,
+    )
+    (wheel,) = tmp_path.glob("mcp_sync_client-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+        assert "mcp-sync = mcp_sync.cli:main" in archive.read(entry_points).decode()
+    assert {"mcp_sync/py.typed", "mcp_sync/__init__.py", "mcp_sync/testing/__main__.py"} <= names
