@@ -200,17 +200,6 @@ def test_depth_check_ignores_brackets_in_strings() -> None:
     assert _jsonrpc.decode_line(text) is not None
 
 
-@pytest.mark.parametrize(
-    ("literal", "message"),
-    [
-        ("NaN", "non-JSON number NaN"),
-        ("Infinity", "non-JSON number Infinity"),
-        ("-Infinity", "non-JSON number -Infinity"),
-        ("1e999", "overflows to infinity"),
-        ("-1e400", "overflows to infinity"),
-        ("1" * 5000, "integer with too many digits"),
-    ],
-)
 def _cycle() -> list[object]:
     loop: list[object] = []
     loop.append(loop)
@@ -237,6 +226,17 @@ def test_trailing_data_or_nothing_is_noise(line: bytes) -> None:
     assert decode_line(line) is None
 
 
+@pytest.mark.parametrize(
+    ("literal", "message"),
+    [
+        ("NaN", "non-JSON number NaN"),
+        ("Infinity", "non-JSON number Infinity"),
+        ("-Infinity", "non-JSON number -Infinity"),
+        ("1e999", "overflows to infinity"),
+        ("-1e400", "overflows to infinity"),
+        ("1" * 5000, "integer with too many digits"),
+    ],
+)
 def test_bad_numbers_are_protocol_errors(literal: str, message: str) -> None:
     line = '{"jsonrpc":"2.0","result":{"content":[],"n":' + literal + '},"id":{id}}'
     with connect_fake("--misbehave") as session:
