@@ -1,12 +1,16 @@
 """The stdio transport: the server process and its four threads.
 
 - reader: splits stdout into lines (at most one bounded partial frame held)
-  and hands each to the session;
-- writer: drains the bounded outbound queue into stdin;
+  and hands each to the session, whenever no caller is reading;
+- writer: drains the bounded outbound queue into stdin, whenever a caller
+  could not write its frame itself;
 - stderr: drains stderr continuously into a redacted, bounded tail;
 - waiter: reaps the child and notices when it exits.
 
-Teardown (``shutdown``) runs once, in whichever thread ends the session first.
+On the hot path a calling thread writes its own request and reads its own
+reply (``exchange``), so a sequential call crosses no thread boundary.
+Teardown (``shutdown``) runs once, in whichever thread ends the session first
+(or in a helper thread, when a caller meets the end).
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ class StdioTransport:
         self._teardown_thread: threading.Thread | None = None
         self._name = f"mcp_sync-{server}"
         self.returncode: int | None = None
+        self._epoll: select.epoll | None = None
         posix = os.name == "posix"
         try:
             self._proc = subprocess.Popen(
@@ -121,6 +126,38 @@ class StdioTransport:
             if isinstance(exc, OSError) and exc.errno is not None:
                 reason = os.strerror(exc.errno)
             raise SpawnFailed(f"server {server!r} could not be started: {reason}") from None
+        try:
+            self._setup(server, posix)
+        except BaseException as exc:
+            # Out of descriptors or threads: the child must not outlive us.
+            self._abandon_child()
+            if isinstance(exc, (OSError, RuntimeError)):
+                raise SpawnFailed(
+                    f"server {server!r} could not be started: {type(exc).__name__}"
+                ) from None
+            raise
+
+    def _abandon_child(self) -> None:
+        # A writer thread that did start is waiting for frames: stop it.
+        with contextlib.suppress(queue.Full):
+            self._queue.put_nowait(_STOP)
+        self._signal_group(signal.SIGKILL)
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            self._proc.kill()
+            self._proc.wait(GRACE_AFTER_KILL)
+        for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if self._epoll is not None:
+            self._epoll.close()
+        for name in ("_wake_r", "_wake_w", "_stop_r", "_stop_w"):
+            fd = getattr(self, name, None)
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def _setup(self, server: str, posix: bool) -> None:
         assert self._proc.stdin and self._proc.stdout and self._proc.stderr
         self._stdin_fd = self._proc.stdin.fileno()
         self._stdout_fd = self._proc.stdout.fileno()
@@ -144,7 +181,6 @@ class StdioTransport:
         self._partial: list[bytes] = []
         self._held = 0
         self._stdout_state = _OPEN
-        self._epoll: select.epoll | None = None
         if hasattr(select, "epoll"):
             os.set_blocking(self._stdout_fd, False)
             self._wake_r, self._wake_w = os.pipe()

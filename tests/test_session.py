@@ -488,3 +488,34 @@ def test_a_forked_child_disowns_the_session_and_spares_the_parents_server() -> N
         assert report == f"connection_closed|{_session.FORKED}"
         assert alive(pid)
         assert session.call_tool("echo", {"message": "parent"}).content[0]["text"] == "parent"
+
+
+def test_a_failure_after_spawn_leaves_no_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Out of threads after the child started: connect() fails, and the child
+    # and the threads that did start are gone.
+    from mcp_sync import _stdio
+
+    pids: list[int] = []
+    real_start = threading.Thread.start
+    real_abandon = _stdio.StdioTransport._abandon_child
+
+    def start(thread: threading.Thread) -> None:
+        if thread.name.endswith("-waiter"):
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+
+    def abandon(transport: _stdio.StdioTransport) -> None:
+        pids.append(transport.pid)
+        real_abandon(transport)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    monkeypatch.setattr(_stdio.StdioTransport, "_abandon_child", abandon)
+    with timed(5.0), pytest.raises(mcp_sync.SpawnFailed, match=r"^server 'fake' could not be started: RuntimeError$"):
+        connect_fake()
+    monkeypatch.undo()
+    assert len(pids) == 1
+    wait_gone(pids[0])
+    deadline = time.monotonic() + 5
+    while library_threads():
+        assert time.monotonic() < deadline, library_threads()
+        time.sleep(0.01)
