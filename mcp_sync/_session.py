@@ -47,6 +47,8 @@ def _client_info() -> Mapping[str, str]:
 CLIENT_INFO: Mapping[str, str] = _client_info()
 
 CLOSED_BY_CALLER = "connection scope closed"
+# How long a caller whose deadline passed waits for a completion already under way.
+_COMPLETION_GRACE = 1.0
 FORKED = "the session belongs to the process that opened it, not to this forked child"
 
 # Every live session core, so that a forked child can disown them (see _Core.disown).
@@ -259,9 +261,12 @@ class _Core:
             if self._abandon(request_id, cancellable):
                 raise Timeout(f"{describe()} missed its deadline")
             # A reply, or the end of the session, won the race and is being
-            # set on the entry right now.
-            entry.wait(-1)
-            return entry.outcome()
+            # set on the entry right now. Bounded all the same: a completer
+            # stopped half-way (a KeyboardInterrupt in the main thread while
+            # it dispatched our reply) must not leave us waiting forever.
+            if entry.wait(_COMPLETION_GRACE):
+                return entry.outcome()
+            raise Timeout(f"{describe()} missed its deadline")
         except BaseException:
             self._abandon(request_id, cancellable)
             raise

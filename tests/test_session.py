@@ -519,3 +519,29 @@ def test_a_failure_after_spawn_leaves_no_server(monkeypatch: pytest.MonkeyPatch)
     while library_threads():
         assert time.monotonic() < deadline, library_threads()
         time.sleep(0.01)
+
+
+def test_a_completion_lost_half_way_still_ends_in_a_timeout() -> None:
+    # The main thread, reading for everyone, is interrupted (KeyboardInterrupt)
+    # after taking another caller's entry off the table but before completing
+    # it. That caller must still get its Timeout, not wait forever.
+    core = _session._Core("lost", mcp_sync.Limits.create(), None)
+
+    class Transport:
+        def exchange(self, frame: bytes, request_id: int, timeout: float, done: object, deadline: float) -> bool:
+            with core._lock:
+                core._pending.pop(request_id)  # taken, never completed
+            return True
+
+        def send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
+            return True
+
+        def send_nowait(self, frame: bytes) -> bool:
+            return True
+
+        def shutdown(self, wait: bool) -> None:
+            pass
+
+    core.transport = Transport()
+    with timed(3.0), pytest.raises(mcp_sync.Timeout, match="missed its deadline"):
+        core.request("tools/call", {}, 0.1, lambda: "tool 'x'")
