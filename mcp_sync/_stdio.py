@@ -180,6 +180,8 @@ class StdioTransport:
         self._rlock = threading.Lock()
         self._partial: list[bytes] = []
         self._held = 0
+        self._chunk: bytes | None = None
+        self._pos = 0
         self._stdout_state = _OPEN
         if hasattr(select, "epoll"):
             os.set_blocking(self._stdout_fd, False)
@@ -352,7 +354,7 @@ class StdioTransport:
                             self._read_until(done, deadline)
                             return True
                     finally:
-                        epoll.modify(fd, select.EPOLLIN)
+                        self._step_aside(epoll, fd)
             finally:
                 self._rlock.release()
         if not self.send(frame, request_id, timeout):
@@ -374,9 +376,17 @@ class StdioTransport:
             try:
                 self._read_until(done, deadline)
             finally:
-                epoll.modify(fd, select.EPOLLIN)
+                self._step_aside(epoll, fd)
         finally:
             self._rlock.release()
+
+    def _step_aside(self, epoll: select.epoll, fd: int) -> None:
+        # Give stdout back to the reader thread. A chunk left half-split means
+        # the leader was interrupted: the reader must finish it even if
+        # nothing more ever arrives on stdout.
+        epoll.modify(fd, select.EPOLLIN)
+        if self._chunk is not None:
+            os.write(self._wake_w, b"x")
 
     def _read_until(self, done: Callable[[], bool], deadline: float) -> None:
         # Holding the read token, with stdout disarmed in the reader's epoll.
@@ -397,7 +407,14 @@ class StdioTransport:
 
     def _read_available(self) -> bool:
         """Read what stdout has (holding the read token) and dispatch each
-        complete line. False once stdout has ended or broken the frame limit."""
+        complete line. False once stdout has ended or broken the frame limit.
+
+        The chunk being split and the position in it live on the transport,
+        and the position moves past a line before the line is dispatched: a
+        caller interrupted here (KeyboardInterrupt in the main thread) loses at
+        most that one line, and the next holder of the token carries on with
+        the rest of the chunk instead of losing it, or the framing with it.
+        """
         if self._stdout_state is not _OPEN:
             return False
         fd = self._stdout_fd
@@ -405,16 +422,19 @@ class StdioTransport:
         receive = self._sink.receive
         partial = self._partial
         while True:
-            try:
-                chunk = os.read(fd, _READ_SIZE)
-            except BlockingIOError:
-                return True
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self._stdout_state = _EOF
-                return False
-            start = 0
+            chunk = self._chunk
+            if chunk is None:
+                try:
+                    chunk = os.read(fd, _READ_SIZE)
+                except BlockingIOError:
+                    return True
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    self._stdout_state = _EOF
+                    return False
+                self._chunk, self._pos = chunk, 0
+            start = self._pos
             while True:
                 newline = chunk.find(b"\n", start)
                 if newline < 0:
@@ -423,6 +443,7 @@ class StdioTransport:
                         self._stdout_state = _TOO_LONG
                         partial.clear()
                         return False
+                    self._chunk = None
                     if rest:
                         partial.append(chunk[start:] if start else chunk)
                         self._held += rest
@@ -438,8 +459,8 @@ class StdioTransport:
                     self._held = 0
                 else:
                     line = chunk[start:newline]
+                start = self._pos = newline + 1
                 receive(line)
-                start = newline + 1
             if len(chunk) < _READ_SIZE:
                 return True  # most likely drained; poll says when there is more
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import gc
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -545,3 +546,47 @@ def test_a_completion_lost_half_way_still_ends_in_a_timeout() -> None:
     core.transport = Transport()
     with timed(3.0), pytest.raises(mcp_sync.Timeout, match="missed its deadline"):
         core.request("tools/call", {}, 0.1, lambda: "tool 'x'")
+
+
+def test_an_interrupted_reader_loses_one_line_at_most() -> None:
+    # A KeyboardInterrupt reaches the main thread while it reads stdout for
+    # everyone. The rest of what it had read is still dispatched (by the
+    # reader thread), though nothing more ever arrives on stdout.
+    from mcp_sync import _stdio
+
+    received: list[bytes] = []
+    interrupted = False
+
+    class Sink:
+        def receive(self, line: bytes) -> None:
+            nonlocal interrupted
+            if line == b"first" and not interrupted:
+                interrupted = True
+                raise KeyboardInterrupt
+            received.append(line)
+
+        def terminate(self, error: object, *, wait: bool = False) -> None:
+            transport.shutdown(wait)
+
+        def claim(self, request_id: int) -> bool:
+            return True
+
+        def transport_closed(self, stderr_tail: str) -> None:
+            pass
+
+    script = (
+        "import sys, time; sys.stdin.readline(); "
+        "sys.stdout.write('first\\nsecond\\nthird\\n'); sys.stdout.flush(); time.sleep(60)"
+    )
+    transport = _stdio.StdioTransport(
+        Sink(), server="lines", command=sys.executable, args=["-c", script], cwd=None,
+        env=dict(os.environ), limits=mcp_sync.Limits.create(),
+    )
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            # Takes the read token before writing, so this thread reads the lines.
+            transport.exchange(b"go\n", 1, 5.0, lambda: len(received) >= 2, time.monotonic() + 10)
+        assert _eventually(lambda: received == [b"second", b"third"])
+    finally:
+        transport.shutdown(True)
+    wait_gone(transport.pid)
