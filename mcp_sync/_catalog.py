@@ -146,30 +146,22 @@ class CallToolResult:
 
 
 def parse_call_result(result: object, tool: str) -> CallToolResult:
-    if (
-        type(result) is dict
-        and type(result.get("content")) is list
-        and type(result.get("isError", False)) is bool
-        and result.get("structuredContent") is None
-    ):
-        # The common case, checked in one go.
-        return CallToolResult(content=freeze(result["content"]), is_error=result.get("isError", False))
-    where = f"the result of tool {tool!a}"
+    # Runs once per call: the message is built only when a check fails.
     if not isinstance(result, dict):
-        raise InvalidResponse(f"{where} is not an object")
+        raise InvalidResponse(f"the result of tool {tool!a} is not an object")
     content = result.get("content")
     if not isinstance(content, list):
-        raise InvalidResponse(f"{where} has no content array")
+        raise InvalidResponse(f"the result of tool {tool!a} has no content array")
     is_error = result.get("isError", False)
     if not isinstance(is_error, bool):
-        raise InvalidResponse(f"{where} has a non-boolean isError")
+        raise InvalidResponse(f"the result of tool {tool!a} has a non-boolean isError")
     structured = result.get("structuredContent")
     if structured is not None and not isinstance(structured, dict):
-        raise InvalidResponse(f"{where} has a structuredContent that is not an object")
+        raise InvalidResponse(f"the result of tool {tool!a} has a structuredContent that is not an object")
     return CallToolResult(
         content=freeze(content),
         is_error=is_error,
-        structured_content=freeze(structured) if structured is not None else None,
+        structured_content=None if structured is None else freeze(structured),
     )
 
 

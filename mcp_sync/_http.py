@@ -44,7 +44,7 @@ from ._errors import ConnectionClosed, McpError, ProtocolError, RemoteError
 from ._jsonrpc import decode_line, encode
 from ._limits import Limits, seconds
 from ._redact import Redacted
-from ._session import CLIENT_INFO
+from ._session import initialize_params
 
 if TYPE_CHECKING:
     import httpx
@@ -799,11 +799,7 @@ class HttpTransport:
                     "jsonrpc": "2.0",
                     "id": renew_id,
                     "method": "initialize",
-                    "params": {
-                        "protocolVersion": version,
-                        "capabilities": {},
-                        "clientInfo": dict(CLIENT_INFO),
-                    },
+                    "params": initialize_params(version),
                 },
                 self._limits.max_outbound_frame_bytes,
             )

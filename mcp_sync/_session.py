@@ -46,6 +46,15 @@ def _client_info() -> Mapping[str, str]:
 
 CLIENT_INFO: Mapping[str, str] = _client_info()
 
+
+def initialize_params(protocol_version: str) -> dict[str, Any]:
+    """The params of our ``initialize`` request."""
+    return {"protocolVersion": protocol_version, "capabilities": {}, "clientInfo": dict(CLIENT_INFO)}
+
+
+def _not_in_catalog(name: str, server: str) -> ToolNotFound:
+    return ToolNotFound(f"tool {name!a} is not in the catalog of server {server!r}")
+
 CLOSED_BY_CALLER = "connection scope closed"
 # How long a caller whose deadline passed waits for a completion already under way.
 _COMPLETION_GRACE = 1.0
@@ -396,11 +405,7 @@ class _Core:
         budget = f"handshake_timeout_ms={limits.handshake_timeout_ms}"
         result = self.request(
             "initialize",
-            {
-                "protocolVersion": protocol_version,
-                "capabilities": {},
-                "clientInfo": dict(CLIENT_INFO),
-            },
+            initialize_params(protocol_version),
             timeout,
             lambda: f"initialize with {where} ({budget})",
             cancellable=False,
@@ -442,9 +447,7 @@ class _Core:
         if terminal is not None:
             raise terminal._copy()
         if name not in self.tool_names:
-            raise ToolNotFound(
-                f"tool {name!a} is not in the catalog of server {self.server!r}"
-            )
+            raise _not_in_catalog(name, self.server)
         if timeout_ms is None:
             timeout_ms = self.limits.request_timeout_ms
             option = "request_timeout_ms"
@@ -524,7 +527,7 @@ class Session:
         for tool in self.tools:
             if tool.name == name:
                 return tool
-        raise ToolNotFound(f"tool {name!a} is not in the catalog of server {self.server!r}")
+        raise _not_in_catalog(name, self.server)
 
     def call_tool(
         self,

@@ -127,7 +127,7 @@ class StdioTransport:
                 reason = os.strerror(exc.errno)
             raise SpawnFailed(f"server {server!r} could not be started: {reason}") from None
         try:
-            self._setup(server, posix)
+            self._setup(posix)
         except BaseException as exc:
             # Out of descriptors or threads: the child must not outlive us.
             self._abandon_child()
@@ -149,6 +149,10 @@ class StdioTransport:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+        self._close_read_side()
+
+    def _close_read_side(self) -> None:
+        """Close the epoll and the wake and stop pipes (whichever exist)."""
         if self._epoll is not None:
             self._epoll.close()
         for name in ("_wake_r", "_wake_w", "_stop_r", "_stop_w"):
@@ -157,7 +161,7 @@ class StdioTransport:
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
-    def _setup(self, server: str, posix: bool) -> None:
+    def _setup(self, posix: bool) -> None:
         assert self._proc.stdin and self._proc.stdout and self._proc.stderr
         self._stdin_fd = self._proc.stdin.fileno()
         self._stdout_fd = self._proc.stdout.fileno()
@@ -197,7 +201,7 @@ class StdioTransport:
             self._lead_poll.register(self._stdout_fd, select.POLLIN)
             self._lead_poll.register(self._stop_r, select.POLLIN)
         self._threads = [
-            threading.Thread(target=target, name=f"mcp_sync-{server}-{role}", daemon=True)
+            threading.Thread(target=target, name=f"{self._name}-{role}", daemon=True)
             for role, target in (
                 ("reader", self._read_stdout),
                 ("writer", self._write_stdin),
@@ -340,23 +344,16 @@ class StdioTransport:
         server that answers at once (on one CPU it runs the moment it is
         woken) would otherwise wake the reader thread with the reply.
         """
-        epoll = self._epoll
-        if epoll is not None and self._rlock.acquire(False):
-            fd = self._stdout_fd
+        if self._take_read_side():
             try:
-                if self._stdout_state is _OPEN:
-                    epoll.modify(fd, 0)
-                    try:
-                        # Only a write that cannot block: never hold the token
-                        # while waiting for room, or nobody reads the replies
-                        # the server is blocked on.
-                        if self._try_direct(frame, request_id):
-                            self._read_until(done, deadline)
-                            return True
-                    finally:
-                        self._step_aside(epoll, fd)
+                # Only a write that cannot block: never hold the token while
+                # waiting for room, or nobody reads the replies the server is
+                # blocked on.
+                if self._try_direct(frame, request_id):
+                    self._read_until(done, deadline)
+                    return True
             finally:
-                self._rlock.release()
+                self._give_read_side()
         if not self.send(frame, request_id, timeout):
             return False
         self.lead(done, deadline)
@@ -365,28 +362,35 @@ class StdioTransport:
     def lead(self, done: Callable[[], bool], deadline: float) -> None:
         """Read stdout in the calling thread until ``done()`` or ``deadline``
         (a ``time.monotonic`` value), if nobody else is reading."""
-        epoll = self._epoll
-        if epoll is None or not self._rlock.acquire(False):
-            return
-        fd = self._stdout_fd
-        try:
-            if self._stdout_state is not _OPEN:
-                return
-            epoll.modify(fd, 0)
+        if self._take_read_side():
             try:
                 self._read_until(done, deadline)
             finally:
-                self._step_aside(epoll, fd)
+                self._give_read_side()
+
+    def _take_read_side(self) -> bool:
+        """Take the read token and disarm stdout in the reader's epoll, if
+        nobody else reads and stdout is still open."""
+        if self._epoll is None or not self._rlock.acquire(False):
+            return False
+        if self._stdout_state is not _OPEN:
+            self._rlock.release()
+            return False
+        self._epoll.modify(self._stdout_fd, 0)
+        return True
+
+    def _give_read_side(self) -> None:
+        # Re-arm stdout for the reader thread (level-triggered: what came in
+        # meanwhile wakes it at once). A chunk left half-split means the
+        # leader was interrupted: the reader must finish it even if nothing
+        # more ever arrives on stdout.
+        try:
+            assert self._epoll is not None
+            self._epoll.modify(self._stdout_fd, select.EPOLLIN)
+            if self._chunk is not None:
+                os.write(self._wake_w, b"x")
         finally:
             self._rlock.release()
-
-    def _step_aside(self, epoll: select.epoll, fd: int) -> None:
-        # Give stdout back to the reader thread. A chunk left half-split means
-        # the leader was interrupted: the reader must finish it even if
-        # nothing more ever arrives on stdout.
-        epoll.modify(fd, select.EPOLLIN)
-        if self._chunk is not None:
-            os.write(self._wake_w, b"x")
 
     def _read_until(self, done: Callable[[], bool], deadline: float) -> None:
         # Holding the read token, with stdout disarmed in the reader's epoll.
@@ -570,11 +574,8 @@ class StdioTransport:
             try:
                 if self._stdout_state is _OPEN:
                     self._stdout_state = _EOF
-                if self._epoll is not None and not self._thread_alive_for(self._proc.stdout):
-                    self._epoll.close()
-                    for fd in (self._wake_r, self._wake_w, self._stop_r, self._stop_w):
-                        with contextlib.suppress(OSError):
-                            os.close(fd)
+                if not self._thread_alive_for(self._proc.stdout):
+                    self._close_read_side()
                 for stream in (self._proc.stdout, self._proc.stderr):
                     if stream is not None and not self._thread_alive_for(stream):
                         with contextlib.suppress(OSError):
