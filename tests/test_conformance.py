@@ -17,7 +17,27 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT, missing_peer
 
-SHARED = Path(os.environ.get("MCP_SYNC_SHARED", REPO_ROOT.parent / "shared"))
+
+def _shared_candidates() -> list[Path]:
+    """Where ``shared/`` may be: MCP_SYNC_SHARED, beside this checkout, or, for a
+    clone made elsewhere (``git clone . /tmp/x``), beside the repository it was
+    cloned from."""
+    if "MCP_SYNC_SHARED" in os.environ:
+        return [Path(os.environ["MCP_SYNC_SHARED"])]
+    found = [REPO_ROOT.parent / "shared"]
+    origin = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "config", "--get", "remote.origin.url"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip()
+    if origin and Path(origin).is_absolute():
+        found.append(Path(origin).parent / "shared")
+    return found
+
+
+SHARED = next(
+    (path for path in _shared_candidates() if (path / "conformance" / "run.sh").is_file()),
+    REPO_ROOT.parent / "shared",
+)
 RUN_SH = SHARED / "conformance" / "run.sh"
 CLIENT = REPO_ROOT / "tests" / "conformance_client.py"
 MUST_PASS = ("initialize", "tools_call", "sse-retry")
