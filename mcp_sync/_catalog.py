@@ -16,7 +16,9 @@ from ._limits import Limits
 __all__ = [
     "CallToolResult",
     "CatalogWalk",
+    "PageWalk",
     "ServerInfo",
+    "Snapshot",
     "Tool",
     "check_tool_name",
     "freeze",
@@ -114,6 +116,15 @@ class Tool:
     output_schema: Mapping[str, Any] | None = None
     title: str | None = None
     annotations: Mapping[str, Any] | None = None
+    execution: Mapping[str, Any] | None = None
+    """The server's ``execution`` object (``taskSupport`` lives here), frozen."""
+
+    @property
+    def task_support(self) -> str:
+        """``"required"``, ``"optional"`` or ``"forbidden"`` (the default when
+        the server said nothing or something unknown)."""
+        value = self.execution.get("taskSupport") if self.execution is not None else None
+        return value if value in ("required", "optional") else "forbidden"
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as plain, mutable MCP JSON (camelCase keys)."""
@@ -126,6 +137,8 @@ class Tool:
             out["outputSchema"] = thaw(self.output_schema)
         if self.annotations is not None:
             out["annotations"] = thaw(self.annotations)
+        if self.execution is not None:
+            out["execution"] = thaw(self.execution)
         return out
 
 
@@ -165,25 +178,67 @@ def parse_call_result(result: object, tool: str) -> CallToolResult:
     )
 
 
-class CatalogWalk:
-    """Validates ``tools/list`` pages one at a time and builds the snapshot."""
+class PageWalk:
+    """The cursor rules of every paginated list (``tools/list``,
+    ``resources/list``, ``prompts/list``...): at most ``max_catalog_pages``
+    pages, each ``nextCursor`` a non-empty string not seen before in the walk.
+    A subclass checks and keeps the entries (:meth:`entry`)."""
+
+    method = "tools/list"
+    key = "tools"
 
     def __init__(self, limits: Limits) -> None:
         self._limits = limits
-        self._tools: list[Tool] = []
-        self._names: set[str] = set()
         self._cursors: set[str] = set()
         self.pages = 0
 
     def add_page(self, result: object) -> str | None:
         """Validate one page; return the cursor to follow, or ``None`` when done."""
         limits = self._limits
+        method = self.method
         self.pages += 1
         if not isinstance(result, dict):
-            raise InvalidResponse("a tools/list result is not an object")
-        entries = result.get("tools")
+            raise InvalidResponse(f"a {method} result is not an object")
+        entries = result.get(self.key)
         if not isinstance(entries, list):
-            raise InvalidResponse("a tools/list result has no tools array")
+            raise InvalidResponse(f"a {method} result has no {self.key} array")
+        self.entries(entries)
+        cursor = result.get("nextCursor")
+        if cursor is None:
+            return None
+        if not isinstance(cursor, str) or not cursor:
+            raise InvalidResponse(f"a {method} page has an empty or non-string nextCursor")
+        if cursor in self._cursors:
+            raise InvalidResponse(f"a {method} page repeats an earlier cursor")
+        if self.pages >= limits.max_catalog_pages:
+            raise InvalidResponse(
+                f"{self.what} has more than max_catalog_pages={limits.max_catalog_pages} pages"
+            )
+        self._cursors.add(cursor)
+        return cursor
+
+    @property
+    def what(self) -> str:
+        return f"the {self.method} listing"
+
+    def entries(self, entries: list[Any]) -> None:
+        raise NotImplementedError
+
+
+class CatalogWalk(PageWalk):
+    """Validates ``tools/list`` pages one at a time and builds the snapshot."""
+
+    def __init__(self, limits: Limits) -> None:
+        super().__init__(limits)
+        self._tools: list[Tool] = []
+        self._names: set[str] = set()
+
+    @property
+    def what(self) -> str:
+        return "the catalog"
+
+    def entries(self, entries: list[Any]) -> None:
+        limits = self._limits
         if len(self._tools) + len(entries) > limits.max_tools:
             raise InvalidResponse(
                 f"the catalog has more than max_tools={limits.max_tools} tools"
@@ -194,19 +249,6 @@ class CatalogWalk:
                 raise InvalidResponse(f"the catalog names tool {tool.name!a} twice")
             self._names.add(tool.name)
             self._tools.append(tool)
-        cursor = result.get("nextCursor")
-        if cursor is None:
-            return None
-        if not isinstance(cursor, str) or not cursor:
-            raise InvalidResponse("a tools/list page has an empty or non-string nextCursor")
-        if cursor in self._cursors:
-            raise InvalidResponse("a tools/list page repeats an earlier cursor")
-        if self.pages >= limits.max_catalog_pages:
-            raise InvalidResponse(
-                f"the catalog has more than max_catalog_pages={limits.max_catalog_pages} pages"
-            )
-        self._cursors.add(cursor)
-        return cursor
 
     def tools(self) -> tuple[Tool, ...]:
         return tuple(self._tools)
@@ -232,6 +274,9 @@ class CatalogWalk:
         annotations = entry.get("annotations")
         if annotations is not None and not isinstance(annotations, dict):
             annotations = None
+        execution = entry.get("execution")
+        if execution is not None and not isinstance(execution, dict):
+            execution = None
         size = len(
             json.dumps(schema, ensure_ascii=False, separators=(",", ":")).encode(
                 "utf-8", "surrogatepass"
@@ -251,5 +296,20 @@ class CatalogWalk:
             output_schema=freeze(output) if output is not None else None,
             title=title,
             annotations=freeze(annotations) if annotations is not None else None,
+            execution=freeze(execution) if execution is not None else None,
         )
 
+
+
+class Snapshot:
+    """One frozen catalog: the tools in the server's order and an index by
+    name. A refresh builds a new one and swaps it in whole, so a reader sees
+    either the old catalog or the new one, never a mix."""
+
+    __slots__ = ("by_name", "tools", "validators")
+
+    def __init__(self, tools: tuple[Tool, ...]) -> None:
+        self.tools = tools
+        self.by_name: Mapping[str, Tool] = MappingProxyType({tool.name: tool for tool in tools})
+        # Compiled outputSchema validators, built on first use (_validate.py).
+        self.validators: dict[str, Any] = {}

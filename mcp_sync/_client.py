@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._errors import McpError, ProtocolError
+from ._handlers import Handlers
 from ._limits import Limits
 from ._redact import Diagnostics
 from ._session import (
@@ -15,6 +16,7 @@ from ._session import (
     Session,
     _Core,
 )
+from ._validate import require_jsonschema
 
 __all__ = ["connect", "connect_http"]
 
@@ -34,6 +36,9 @@ def connect(
     http_client: Any = None,
     protocol_version: str | None = None,
     diagnostics: Diagnostics | None = None,
+    handlers: Handlers | None = None,
+    auto_refresh: bool | None = None,
+    validate_output: bool | None = None,
     handshake_timeout_ms: int | None = None,
     request_timeout_ms: int | None = None,
     queue_capacity: int | None = None,
@@ -53,6 +58,13 @@ def connect(
     arguments override its fields. Blocks until the handshake and the catalog
     walk are done; on any failure raises an :class:`McpError` and leaves
     nothing running.
+
+    ``handlers`` (a :class:`Handlers`) answers the server's requests
+    (elicitation, sampling, roots) and declares those capabilities;
+    ``auto_refresh=True`` refreshes the tool catalog on a library thread when
+    the server says it changed; ``validate_output=True`` checks each result's
+    ``structuredContent`` against the tool's ``outputSchema`` (needs the
+    ``validation`` extra).
     """
     given: dict[str, Any] = {k: v for k, v in locals().items() if k != "options"}
     merged: dict[str, Any] = dict(options.connect_kwargs()) if options is not None else {}
@@ -80,6 +92,9 @@ def _connect(
     http_client: object = None,
     protocol_version: object = DEFAULT_PROTOCOL_VERSION,
     diagnostics: object = None,
+    handlers: object = None,
+    auto_refresh: object = False,
+    validate_output: object = False,
     **limit_options: Any,
 ) -> Session:
     # Step 1: every option is checked before anything is spawned or dialled.
@@ -94,8 +109,22 @@ def _connect(
         raise ProtocolError("option diagnostics must be callable")
     if (command is None) == (url is None):
         raise ProtocolError("give exactly one of the options command and url")
+    if handlers is not None and not isinstance(handlers, Handlers):
+        raise ProtocolError("option handlers must be a mcp_sync.Handlers")
+    for name, flag in (("auto_refresh", auto_refresh), ("validate_output", validate_output)):
+        if type(flag) is not bool:
+            raise ProtocolError(f"option {name} must be a bool")
+    if validate_output:
+        require_jsonschema()
 
-    core = _Core(server, limits, diagnostics)
+    core = _Core(
+        server,
+        limits,
+        diagnostics,
+        handlers=handlers,
+        auto_refresh=auto_refresh is True,
+        validate_output=validate_output is True,
+    )
     if url is not None:
         from ._http import HttpTransport, check_http_options
 
@@ -120,7 +149,7 @@ def _connect(
             limits=limits,
         )
     try:
-        version, info, tools = core.handshake(str(protocol_version))
+        version, info, _tools = core.handshake(str(protocol_version))
     except McpError as exc:
         core.terminate(exc, wait=True)
         raise
@@ -129,7 +158,7 @@ def _connect(
         raise
     if core.terminal is not None:
         raise core.terminal._copy()
-    return Session(core, version, info, tools)
+    return Session(core, version, info)
 
 
 def _string_list(value: object) -> list[str]:

@@ -16,6 +16,7 @@ __all__ = [
     "ConnectionClosed",
     "InvalidResponse",
     "McpError",
+    "NotSupported",
     "ProtocolError",
     "RemoteError",
     "SpawnFailed",
@@ -90,6 +91,13 @@ class ToolNotFound(McpError):
     """
 
     kind = "tool_not_found"
+
+
+class NotSupported(McpError):
+    """The server did not declare the capability a request needs (resources,
+    prompts, completions, logging, tasks). Nothing was sent."""
+
+    kind = "not_supported"
 
 
 class RemoteError(McpError):

@@ -947,6 +947,9 @@ class HttpTransport:
         """Replies come back on each request's own response: just send."""
         return self.send(frame, request_id, timeout)
 
+    def lead(self, done: Callable[[], bool], deadline: float) -> None:
+        """Workers read the responses: a caller never does."""
+
     def shutdown(self, wait: bool) -> None:
         with self._shutdown_lock:
             mine = not self._shut_down

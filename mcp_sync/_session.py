@@ -15,20 +15,40 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ._catalog import CallToolResult, CatalogWalk, ServerInfo, Tool, parse_call_result
+from ._catalog import (
+    CallToolResult,
+    CatalogWalk,
+    PageWalk,
+    ServerInfo,
+    Snapshot,
+    Tool,
+    freeze,
+    parse_call_result,
+)
 from ._errors import (
     ConnectionClosed,
     McpError,
+    NotSupported,
     ProtocolError,
     RemoteError,
     Timeout,
     ToolNotFound,
 )
+from ._handlers import RootsMixin
 from ._jsonrpc import check_arguments, decode_line, encode
 from ._limits import Limits, check_limit, seconds
+from ._progress import ProgressCallback, call_tool_watched
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
+from ._refresh import CatalogMixin
+from ._resources import ResourcesMixin
+from ._serverlog import LogLevelMixin
+from ._validate import check_structured_output
+
+if TYPE_CHECKING:
+    from ._handlers import Handlers
+    from ._inbound import Inbound
 
 __all__ = ["CLIENT_INFO", "SUPPORTED_PROTOCOL_VERSIONS", "Session"]
 
@@ -47,9 +67,16 @@ def _client_info() -> Mapping[str, str]:
 CLIENT_INFO: Mapping[str, str] = _client_info()
 
 
-def initialize_params(protocol_version: str) -> dict[str, Any]:
-    """The params of our ``initialize`` request."""
-    return {"protocolVersion": protocol_version, "capabilities": {}, "clientInfo": dict(CLIENT_INFO)}
+def initialize_params(
+    protocol_version: str, capabilities: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The params of our ``initialize`` request. ``capabilities`` declares
+    only what the caller's handlers serve (SPEC §9.8, §10.2)."""
+    return {
+        "protocolVersion": protocol_version,
+        "capabilities": dict(capabilities) if capabilities else {},
+        "clientInfo": dict(CLIENT_INFO),
+    }
 
 
 def _not_in_catalog(name: str, server: str) -> ToolNotFound:
@@ -81,6 +108,11 @@ class Transport(Protocol):
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queue a frame only if there is room now."""
+
+    def lead(self, done: Callable[[], bool], deadline: float) -> None:
+        """Read replies in the calling thread until ``done()`` or ``deadline``,
+        if that is how this transport works and nobody else reads (returning
+        at once is allowed)."""
 
     def exchange(
         self,
@@ -139,23 +171,89 @@ class _Pending:
             raise self.error
         return self.result
 
+    def settle(
+        self, transport: Transport, frame: bytes, request_id: int, timeout: float, deadline: float
+    ) -> bool:
+        """Send the request and wait for its reply until ``deadline``; False
+        if the deadline (or the wait for room in the queue) came first."""
+        return transport.exchange(frame, request_id, timeout, self.done, deadline) and self.wait(
+            max(0.0, deadline - time.monotonic())
+        )
+
+
+class Watch(Protocol):
+    """Events a caller runs on its own thread while it waits for its reply
+    (progress notifications: see ``_progress.py``). ``deadline`` may move."""
+
+    deadline: float
+
+    def wake(self) -> None: ...
+
+    def follow(
+        self, entry: _Watched, transport: Transport, frame: bytes, request_id: int, timeout: float
+    ) -> bool: ...
+
+
+class _Watched(_Pending):
+    """A pending request whose caller also runs its :class:`Watch`'s events
+    while it waits; completing it wakes that caller."""
+
+    __slots__ = ("watch",)
+
+    def __init__(self, watch: Watch) -> None:
+        super().__init__()
+        self.watch = watch
+
+    def set_result(self, result: Any) -> None:
+        super().set_result(result)
+        self.watch.wake()
+
+    def set_exception(self, error: BaseException) -> None:
+        super().set_exception(error)
+        self.watch.wake()
+
+    def settle(
+        self, transport: Transport, frame: bytes, request_id: int, timeout: float, deadline: float
+    ) -> bool:
+        return self.watch.follow(self, transport, frame, request_id, timeout)
+
 
 class _Core:
     """All session state. I/O threads hold this, never the public Session, so
     a forgotten Session can be garbage-collected and its finalizer can run."""
 
-    def __init__(self, server: str, limits: Limits, diagnostics: Diagnostics | None) -> None:
+    def __init__(
+        self,
+        server: str,
+        limits: Limits,
+        diagnostics: Diagnostics | None,
+        *,
+        handlers: Handlers | None = None,
+        auto_refresh: bool = False,
+        validate_output: bool = False,
+    ) -> None:
+        from ._inbound import Inbound
+
         self.server = server
         self.limits = limits
         self.diagnostics = diagnostics
         self.transport: Transport | None = None
+        # Set once the session is terminal: wakes anything waiting on a timer
+        # (a task poll's interval, an auto refresh's pause).
+        self.ended = threading.Event()
+        self.validate_output = validate_output
+        # What serves the server's notifications and requests (handlers,
+        # progress, logs, list_changed): never run on the reading thread.
+        self.inbound: Inbound = Inbound(self, handlers, auto_refresh=auto_refresh)
+        self.client_capabilities: Mapping[str, Any] = self.inbound.capabilities()
+        self.server_capabilities: Mapping[str, Any] = freeze({})
         # Guards _pending and _terminal: the request table and the one
         # terminal transition must change together.
         self._lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._terminal: McpError | None = None
         self._ids = itertools.count(1)
-        self.tool_names: frozenset[str] = frozenset()
+        self.catalog = Snapshot(())
         # The negotiated version, once initialize's result passed its checks
         # (the HTTP transport sends it as MCP-Protocol-Version).
         self.protocol_version: str | None = None
@@ -189,10 +287,12 @@ class _Core:
                 self._terminal = error
                 pending, self._pending = self._pending, {}
         if first:
+            self.ended.set()
             for entry in pending.values():
                 entry.set_exception(error._copy())
         if self.transport is not None:
             self.transport.shutdown(wait)
+        self.inbound.close(wait)
 
     def failed(self) -> bool:
         """Whether the session ended for a reason other than the caller closing it."""
@@ -246,15 +346,17 @@ class _Core:
         describe: Callable[[], str],
         *,
         cancellable: bool = True,
+        watch: Watch | None = None,
     ) -> Any:
-        """Send a request and block for its result, at most ``timeout`` s."""
+        """Send a request and block for its result, at most ``timeout`` s (or,
+        with a ``watch``, until its deadline, which progress may move)."""
         deadline = time.monotonic() + timeout
         request_id = next(self._ids)
         frame = encode(
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
             self.limits.max_outbound_frame_bytes,
         )
-        entry = _Pending()
+        entry = _Pending() if watch is None else _Watched(watch)
         with self._lock:
             if self._terminal is not None:
                 raise self._terminal._copy()
@@ -262,9 +364,7 @@ class _Core:
         transport = self.transport
         assert transport is not None
         try:
-            if transport.exchange(frame, request_id, timeout, entry.done, deadline) and entry.wait(
-                max(0.0, deadline - time.monotonic())
-            ):
+            if entry.settle(transport, frame, request_id, timeout, deadline):
                 return entry.outcome()
             # The deadline passed, waiting for room in the queue or for the reply.
             if self._abandon(request_id, cancellable):
@@ -304,6 +404,40 @@ class _Core:
             self.transport.send_nowait(frame)
         return True
 
+    def send_and_forget(self, method: str, params: dict[str, Any]) -> None:
+        """Best effort: a request whose reply nobody waits for (it is dropped
+        as one nobody waits for), queued only if there is room now."""
+        transport = self.transport
+        if self._terminal is not None or transport is None:
+            return
+        try:
+            frame = encode(
+                {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params},
+                self.limits.max_outbound_frame_bytes,
+            )
+        except ProtocolError:
+            return
+        transport.send_nowait(frame)
+
+    def require(self, capability: str, what: str) -> None:
+        """Raise (nothing sent) unless the session is open and the server
+        declared ``capability``."""
+        terminal = self._terminal
+        if terminal is not None:
+            raise terminal._copy()
+        if not isinstance(self.server_capabilities.get(capability), Mapping):
+            raise NotSupported(
+                f"server {self.server!r} did not declare the {capability} capability, "
+                f"which {what} needs"
+            )
+
+    def budget(self, timeout_ms: int | None, default: str = "request_timeout_ms") -> tuple[int, str]:
+        """The caller's ``timeout_ms`` (checked) or the session's default, and
+        the option's name for a timeout message."""
+        if timeout_ms is None:
+            return getattr(self.limits, default), default
+        return check_limit("timeout_ms", timeout_ms), "timeout_ms"
+
     def notify(self, method: str, timeout: float) -> None:
         frame = encode({"jsonrpc": "2.0", "method": method}, self.limits.max_outbound_frame_bytes)
         transport = self.transport
@@ -332,12 +466,14 @@ class _Core:
             method = message["method"]
             if not isinstance(method, str):
                 raise ProtocolError("a protocol frame has a method that is not a string")
+            params = message.get("params")
             if "id" not in message:
-                return  # a notification, tools/list_changed included: dropped
+                self.inbound.notification(method, params)
+                return
             request_id = message["id"]
             if type(request_id) is not int and type(request_id) is not str:
                 raise ProtocolError("a server request has an id that is not a string or integer")
-            self._answer(request_id, method)
+            self.inbound.request(request_id, method, params)
             return
         if "id" not in message:
             raise ProtocolError("a reply has no id")
@@ -379,23 +515,6 @@ class _Core:
                 )
             )
 
-    def _answer(self, request_id: int | str, method: str) -> None:
-        """Reply to a server request from the reader thread."""
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
-        if method == "ping":
-            reply["result"] = {}
-        else:
-            reply["error"] = {"code": -32601, "message": "Method not found"}
-        frame = encode(reply, self.limits.max_outbound_frame_bytes)
-        transport = self.transport
-        assert transport is not None
-        if not transport.send(frame, None, seconds(self.limits.request_timeout_ms)):
-            raise ProtocolError(
-                "a reply to a server request could not be queued within "
-                f"request_timeout_ms={self.limits.request_timeout_ms} "
-                f"(queue_capacity={self.limits.queue_capacity} is full)"
-            )
-
     # ----------------------------------------------------------- handshake
 
     def handshake(self, protocol_version: str) -> tuple[str, ServerInfo, tuple[Tool, ...]]:
@@ -405,7 +524,7 @@ class _Core:
         budget = f"handshake_timeout_ms={limits.handshake_timeout_ms}"
         result = self.request(
             "initialize",
-            initialize_params(protocol_version),
+            initialize_params(protocol_version, self.client_capabilities),
             timeout,
             lambda: f"initialize with {where} ({budget})",
             cancellable=False,
@@ -422,48 +541,87 @@ class _Core:
             raise ProtocolError(f"{where} does not offer the tools capability")
         info = _server_info(result.get("serverInfo"))
         self.protocol_version = version
+        self.server_capabilities = freeze(capabilities)
         self.notify("notifications/initialized", timeout)
 
         walk = CatalogWalk(limits)
+        self.walk(walk, timeout, budget)
+        self.catalog = Snapshot(walk.tools())
+        return version, info, self.catalog.tools
+
+    def walk(
+        self,
+        walk: PageWalk,
+        timeout: float,
+        budget: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> None:
+        """Follow a paginated list to its end under the catalog's page and
+        cursor rules. Each page's exchange is bounded by ``timeout`` s and,
+        when given, the whole walk by ``deadline``."""
+        method = walk.method
+        where = f"server {self.server!r}"
+
+        def describe() -> str:
+            return f"{method} from {where} ({budget})"
+
         cursor: str | None = None
         while True:
-            params = {} if cursor is None else {"cursor": cursor}
-            page = self.request(
-                "tools/list", params, timeout, lambda: f"tools/list from {where} ({budget})"
-            )
-            cursor = walk.add_page(page)
+            page_params = dict(params or {})
+            if cursor is not None:
+                page_params["cursor"] = cursor
+            if deadline is not None:
+                timeout = deadline - time.monotonic()
+                if timeout <= 0:
+                    raise Timeout(f"{describe()} missed its deadline")
+            cursor = walk.add_page(self.request(method, page_params, timeout, describe))
             if cursor is None:
-                break
-        tools = walk.tools()
-        self.tool_names = frozenset(tool.name for tool in tools)
-        return version, info, tools
+                return
 
     # ----------------------------------------------------------- calling
 
     def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None, timeout_ms: int | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        timeout_ms: int | None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        progress_extends_deadline: bool = False,
+        max_timeout_ms: int | None = None,
+        task: bool | None = None,
     ) -> CallToolResult:
         terminal = self._terminal
         if terminal is not None:
             raise terminal._copy()
-        if name not in self.tool_names:
+        tool = self.catalog.by_name.get(name)
+        if tool is None:
             raise _not_in_catalog(name, self.server)
-        if timeout_ms is None:
-            timeout_ms = self.limits.request_timeout_ms
-            option = "request_timeout_ms"
-        else:
-            timeout_ms = check_limit("timeout_ms", timeout_ms)
-            option = "timeout_ms"
+        timeout_ms, option = self.budget(timeout_ms)
         args: Any = {} if arguments is None else arguments
         check_arguments(args, self.limits.max_outbound_frame_bytes)
-        result = self.request(
-            "tools/call",
-            {"name": name, "arguments": args},
-            seconds(timeout_ms),
-            # Built only for a timeout's message: most calls never need it.
-            lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
-        )
-        return parse_call_result(result, name)
+        if on_progress is None and task is None and tool.task_support != "required":
+            result = self.request(
+                "tools/call",
+                {"name": name, "arguments": args},
+                seconds(timeout_ms),
+                # Built only for a timeout's message: most calls never need it.
+                lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
+            )
+            outcome = parse_call_result(result, name)
+        else:
+            outcome = call_tool_watched(
+                self, tool, args, timeout_ms, option,
+                on_progress=on_progress,
+                extends=progress_extends_deadline,
+                max_timeout_ms=max_timeout_ms,
+                task=task,
+            )  # fmt: skip
+        if self.validate_output:
+            check_structured_output(self.catalog, tool, outcome)
+        return outcome
 
     def close(self) -> None:
         self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=True)
@@ -480,31 +638,28 @@ def _server_info(value: object) -> ServerInfo:
     )
 
 
-class Session:
+class Session(CatalogMixin, ResourcesMixin, LogLevelMixin, RootsMixin):
     """A connected MCP server. Made by :func:`mcp_sync.connect`.
 
-    Thread-safe: any number of threads may call :meth:`call_tool` at once,
-    each blocking on its own deadline. :meth:`close` may be called from any
-    thread, any number of times. A session that is garbage-collected, or still
-    open when the interpreter exits, is closed too.
+    Thread-safe: any number of threads may call :meth:`call_tool` (and every
+    other method) at once, each blocking on its own deadline. :meth:`close`
+    may be called from any thread, any number of times. A session that is
+    garbage-collected, or still open when the interpreter exits, is closed too.
     """
 
-    __slots__ = ("__weakref__", "_core", "_finalizer", "protocol_version", "server_info", "tools")
+    __slots__ = ("__weakref__", "_core", "_finalizer", "protocol_version", "server_info")
 
     def __init__(
         self,
         core: _Core,
         protocol_version: str,
         server_info: ServerInfo,
-        tools: tuple[Tool, ...],
     ) -> None:
         self._core = core
         self.protocol_version = protocol_version
         """The protocol version the server chose, one of ``SUPPORTED_PROTOCOL_VERSIONS``."""
         self.server_info = server_info
         """The name and version the server disclosed (untrusted text)."""
-        self.tools = tools
-        """The deep-frozen catalog snapshot, in the server's order."""
         self._finalizer = weakref.finalize(self, core.close)
 
     @property
@@ -522,12 +677,17 @@ class Session:
         """Whether the session has ended, for any reason."""
         return self._core.terminal is not None
 
+    @property
+    def server_capabilities(self) -> Mapping[str, Any]:
+        """The capabilities the server declared (frozen, untrusted)."""
+        return self._core.server_capabilities
+
     def tool(self, name: str) -> Tool:
         """The catalog entry named ``name``; :class:`ToolNotFound` if absent."""
-        for tool in self.tools:
-            if tool.name == name:
-                return tool
-        raise _not_in_catalog(name, self.server)
+        tool = self._core.catalog.by_name.get(name)
+        if tool is None:
+            raise _not_in_catalog(name, self.server)
+        return tool
 
     def call_tool(
         self,
@@ -535,6 +695,10 @@ class Session:
         arguments: Mapping[str, Any] | None = None,
         *,
         timeout_ms: int | None = None,
+        on_progress: ProgressCallback | None = None,
+        progress_extends_deadline: bool = False,
+        max_timeout_ms: int | None = None,
+        task: bool | None = None,
     ) -> CallToolResult:
         """Call one tool and block for its result.
 
@@ -542,8 +706,24 @@ class Session:
         ``timeout_ms`` overrides ``request_timeout_ms`` for this call. A result
         with ``is_error=True`` is the tool reporting its own failure; a failure
         of the session raises a :class:`McpError`.
+
+        ``on_progress(progress, total, message)`` is called on this thread for
+        each progress notification of this call; with
+        ``progress_extends_deadline=True`` each one moves the deadline to now
+        plus the timeout, never past ``max_timeout_ms`` (default ten times the
+        timeout). A tool whose ``execution.taskSupport`` is ``"required"`` is
+        called as a task (create, poll, fetch); ``task=True`` does that for an
+        ``"optional"`` one.
         """
-        return self._core.call_tool(name, arguments, timeout_ms)
+        return self._core.call_tool(
+            name,
+            arguments,
+            timeout_ms,
+            on_progress=on_progress,
+            progress_extends_deadline=progress_extends_deadline,
+            max_timeout_ms=max_timeout_ms,
+            task=task,
+        )
 
     def close(self) -> None:
         """End the session and tear the server down. Idempotent, thread-safe."""

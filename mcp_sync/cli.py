@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +32,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 from ._catalog import thaw
 from ._client import connect
 from ._errors import McpError
+from ._text import escape
 from .flows import (
     DuplicateFlowError,
     Flow,
@@ -74,39 +73,7 @@ _DEMO_MESSAGE = "hello from mcp-sync"
 
 
 # --------------------------------------------------------------------------
-# Terminal safety
-
-_ASCII_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
-_ASCII_UNSAFE_MULTILINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def _escaped(ch: str) -> str:
-    code = ord(ch)
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-
-
-def escape(text: str, *, multiline: bool = False) -> str:
-    """``text`` with every character that could act on a terminal escaped.
-
-    Control characters (Cc: C0, DEL, C1), format characters (Cf: bidi
-    overrides and isolates, zero-width marks), U+2028/U+2029 and lone
-    surrogates become ``\\xNN``/``\\uNNNN``. With ``multiline``, newline and
-    tab are kept.
-    """
-    if text.isascii():
-        pattern = _ASCII_UNSAFE_MULTILINE if multiline else _ASCII_UNSAFE
-        return pattern.sub(lambda m: _escaped(m.group()), text)
-    out = []
-    for ch in text:
-        if multiline and ch in "\n\t":
-            out.append(ch)
-        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
-            out.append(_escaped(ch))
-        else:
-            out.append(ch)
-    return "".join(out)
+# Terminal safety: server text goes through escape() (mcp_sync._text)
 
 
 def _q(text: str) -> str:

@@ -1,0 +1,119 @@
+"""What the server sends unasked: notifications and server requests.
+
+The session core hands every inbound notification and server request here,
+from whichever thread is reading the server's output. Nothing here runs user
+code on that thread: it files progress for the caller that asked for it,
+hands log records and server requests to library threads, and sets the
+``*_changed`` flags. Once the session is terminal nothing more is dispatched.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ._errors import McpError
+from ._handlers import ServerRequests
+from ._progress import ProgressRoutes
+from ._serverlog import ServerLog
+from ._workers import Workers
+
+if TYPE_CHECKING:
+    from ._handlers import Handlers
+    from ._session import _Core
+
+__all__ = ["AUTO_REFRESH_SPACING", "Inbound"]
+
+AUTO_REFRESH_SPACING = 0.25
+"""Seconds between two automatic refreshes, so a list_changed storm costs at
+most four catalog walks a second."""
+LOG_BACKLOG = 256
+"""Server log records waiting for the logging thread; past it they are dropped and counted."""
+
+_log = logging.getLogger("mcp_sync.catalog")
+
+_LIST_CHANGED = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/resources/list_changed": "resources",
+    "notifications/prompts/list_changed": "prompts",
+}
+
+
+class Inbound:
+    """One session's receiver of notifications and server requests."""
+
+    def __init__(self, core: _Core, handlers: Handlers | None, *, auto_refresh: bool) -> None:
+        self._core = core
+        name = f"mcp_sync-{core.server}"
+        self.progress = ProgressRoutes()
+        self._events = Workers(f"{name}-log", max_workers=1, backlog=LOG_BACKLOG)
+        self.log = ServerLog(core.server, self._events)
+        self.requests = ServerRequests(core, handlers)
+        self._handlers = handlers
+        # Set by list_changed notifications, cleared when a walk of that list
+        # begins (so a change during the walk sets it again).
+        self.changed = {kind: threading.Event() for kind in _LIST_CHANGED.values()}
+        self.auto_refresh = auto_refresh
+        self._refresher = Workers(f"{name}-refresh", max_workers=1, backlog=1)
+        # Serialises refreshes of the tool catalog (explicit and automatic).
+        self.refresh_lock = threading.Lock()
+        self.last_refresh_error: McpError | None = None
+
+    def capabilities(self) -> dict[str, Any]:
+        return self._handlers.capabilities() if self._handlers is not None else {}
+
+    # ------------------------------------------------------- from the reader
+
+    def notification(self, method: str, params: object) -> None:
+        if self._core.terminal is not None:
+            return
+        if method == "notifications/progress":
+            self.progress.notify(params)
+        elif method == "notifications/message":
+            self.log.notify(params)
+        elif method in _LIST_CHANGED:
+            kind = _LIST_CHANGED[method]
+            self.changed[kind].set()
+            if kind == "tools" and self.auto_refresh:
+                # A full backlog means a refresh is already waiting: it will
+                # see this change too.
+                self._refresher.submit(self._auto_refresh)
+        elif method == "notifications/cancelled":
+            self.requests.cancelled(params)
+        # Everything else (resources/updated, tasks/status, elicitation/complete...)
+        # is received and dropped.
+
+    def request(self, request_id: int | str, method: str, params: object) -> None:
+        if self._core.terminal is not None:
+            return
+        self.requests.receive(request_id, method, params)
+
+    # ------------------------------------------------------- refresh
+
+    def _auto_refresh(self) -> None:
+        from ._refresh import refresh_tools
+
+        core = self._core
+        if core.terminal is not None or not self.changed["tools"].is_set():
+            return
+        try:
+            refresh_tools(core, None)
+        except McpError as exc:
+            if core.terminal is None:
+                _log.warning("automatic refresh of server %r failed: %s", core.server, exc.message)
+        # However many notifications came meanwhile, wait a little before the
+        # next walk (a storm must not turn into a busy loop).
+        core.ended.wait(AUTO_REFRESH_SPACING)
+        if self.changed["tools"].is_set() and core.terminal is None:
+            self._refresher.submit(self._auto_refresh)
+
+    # ------------------------------------------------------- ending
+
+    def close(self, wait: bool) -> None:
+        self.progress.wake_all()
+        self.requests.close(wait)
+        budget = 2.0 if wait else 0.0
+        self._events.close(budget)
+        self._refresher.close(budget)
+
