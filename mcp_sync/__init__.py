@@ -14,11 +14,21 @@ from ._errors import (
     ConnectionClosed,
     InvalidResponse,
     McpError,
+    NotSupported,
     ProtocolError,
     RemoteError,
     SpawnFailed,
     Timeout,
     ToolNotFound,
+)
+from ._handlers import (
+    ElicitationRequest,
+    ElicitationResult,
+    HandlerError,
+    Handlers,
+    Root,
+    SamplingRequest,
+    SamplingResult,
 )
 from ._limits import (
     DEFAULT_HANDSHAKE_TIMEOUT_MS,
@@ -35,7 +45,19 @@ from ._limits import (
     MAX_SAFE_INTEGER,
     Limits,
 )
+from ._progress import ProgressCallback
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
+from ._resources import (
+    Completion,
+    GetPromptResult,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    ReadResourceResult,
+    Resource,
+    ResourceContents,
+    ResourceTemplate,
+)
 from ._session import CLIENT_INFO, SUPPORTED_PROTOCOL_VERSIONS, Session
 
 __all__ = [
@@ -54,15 +76,33 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "CallToolResult",
+    "Completion",
     "ConnectionClosed",
     "DiagnosticEvent",
     "Diagnostics",
+    "ElicitationRequest",
+    "ElicitationResult",
+    "GetPromptResult",
+    "HandlerError",
+    "Handlers",
     "InvalidResponse",
     "Limits",
     "McpError",
+    "NotSupported",
+    "ProgressCallback",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
     "ProtocolError",
+    "ReadResourceResult",
     "Redacted",
     "RemoteError",
+    "Resource",
+    "ResourceContents",
+    "ResourceTemplate",
+    "Root",
+    "SamplingRequest",
+    "SamplingResult",
     "ServerInfo",
     "Session",
     "SpawnFailed",

@@ -35,7 +35,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import urlsplit
@@ -66,6 +66,8 @@ THREAD_JOIN = 2.0
 KEEPALIVE_EXPIRY = 2.0
 """Our own client drops idle connections sooner than servers usually do (5 s),
 so a request rarely races the server closing the connection under it."""
+LISTEN_READ_TIMEOUT = 300.0
+"""The standalone stream is reopened after this many seconds without a byte."""
 MAX_SESSION_ID = 1024
 MAX_EVENT_ID = 1024
 
@@ -288,6 +290,8 @@ class _Sink(Protocol):
     def protocol_version(self) -> str | None: ...
     @property
     def terminal(self) -> McpError | None: ...
+    @property
+    def client_capabilities(self) -> Mapping[str, Any]: ...
     def receive(self, line: bytes) -> None: ...
     def terminate(self, error: McpError, *, wait: bool = False) -> None: ...
     def claim(self, request_id: int) -> bool: ...
@@ -365,6 +369,7 @@ class HttpTransport:
         self._inflight_keys = 0
         self._own_sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
         self._stopping = threading.Event()
+        self._listener: threading.Thread | None = None
         self._skip_delete = False
         self._shutdown_lock = threading.Lock()
         self._shutdown_done = threading.Event()
@@ -799,7 +804,7 @@ class HttpTransport:
                     "jsonrpc": "2.0",
                     "id": renew_id,
                     "method": "initialize",
-                    "params": initialize_params(version),
+                    "params": initialize_params(version, self._sink.client_capabilities),
                 },
                 self._limits.max_outbound_frame_bytes,
             )
@@ -950,6 +955,59 @@ class HttpTransport:
     def lead(self, done: Callable[[], bool], deadline: float) -> None:
         """Workers read the responses: a caller never does."""
 
+    # ----------------------------------------------------------- standalone stream
+
+    def listen(self) -> None:
+        """Open the standalone GET stream, on which a server sends what is not
+        part of a request's reply (requests such as ``elicitation/create``,
+        ``list_changed`` notifications, logs), and keep it open until close.
+        A server that offers none (405 or another refusal) is left alone."""
+        with self._lock:
+            if self._stopping.is_set() or self._listener is not None:
+                return
+            self._listener = threading.Thread(
+                target=self._listen, name=f"mcp_sync-{self._server}-http-listen", daemon=True
+            )
+        self._listener.start()
+
+    def _listen(self) -> None:
+        parser = SseParser(self._limits.max_frame_bytes)
+        quiet = 0  # connections in a row that brought nothing
+        while not self._stopping.is_set():
+            headers = self._headers(_ACCEPT_SSE)
+            if parser.last_event_id and len(parser.last_event_id) <= MAX_EVENT_ID:
+                headers["Last-Event-ID"] = parser.last_event_id
+            seen = parser.events
+            try:
+                with self._open("GET", None, time.monotonic() + LISTEN_READ_TIMEOUT, headers) as response:
+                    if response.status_code != 200 or _content_type(response) != "text/event-stream":
+                        return  # no standalone stream here (405 is the usual answer)
+                    self._check_encoding(response)
+                    parser = SseParser(
+                        self._limits.max_frame_bytes,
+                        last_event_id=parser.last_event_id,
+                        retry_ms=parser.retry_ms,
+                    )
+                    for chunk in response.iter_raw():
+                        for data in parser.feed(chunk):
+                            self._sink.receive(data)
+                        if self._stopping.is_set():
+                            return
+            except (_Stopped, _Failure):
+                return
+            except ProtocolError as exc:  # an event over max_frame_bytes
+                self._sink.terminate(exc)
+                return
+            except Exception:  # a timeout or a broken connection: reconnect
+                if self._stopping.is_set():
+                    return
+            quiet = 0 if parser.events > seen else quiet + 1
+            delay = DEFAULT_RETRY if parser.retry_ms is None else parser.retry_ms / 1000.0
+            # A stream that keeps ending at once backs off, up to 30 s.
+            delay = max(delay, MIN_RETRY, min(30.0, MIN_RETRY * 2**quiet))
+            if self._stopping.wait(delay):
+                return
+
     def shutdown(self, wait: bool) -> None:
         with self._shutdown_lock:
             mine = not self._shut_down
@@ -977,6 +1035,8 @@ class HttpTransport:
         current = threading.current_thread()
         with self._lock:
             workers = list(self._workers)
+            if self._listener is not None:
+                workers.append(self._listener)
         for thread in workers:
             if thread is not current:
                 thread.join(max(0.0, deadline - time.monotonic()))

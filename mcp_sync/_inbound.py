@@ -63,6 +63,11 @@ class Inbound:
     def capabilities(self) -> dict[str, Any]:
         return self._handlers.capabilities() if self._handlers is not None else {}
 
+    def wants_server_messages(self) -> bool:
+        """Whether anything here serves what a server sends unasked (server
+        requests, list_changed): then an HTTP session opens its GET stream."""
+        return bool(self.capabilities()) or self.auto_refresh
+
     # ------------------------------------------------------- from the reader
 
     def notification(self, method: str, params: object) -> None:

@@ -543,6 +543,12 @@ class _Core:
         self.protocol_version = version
         self.server_capabilities = freeze(capabilities)
         self.notify("notifications/initialized", timeout)
+        if self.inbound.wants_server_messages():
+            # Over HTTP, what the server sends outside a request's reply comes
+            # on a stream of its own (a no-op over stdio).
+            listen = getattr(self.transport, "listen", None)
+            if listen is not None:
+                listen()
 
         walk = CatalogWalk(limits)
         self.walk(walk, timeout, budget)

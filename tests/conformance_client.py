@@ -17,10 +17,20 @@ CONNECT_TIMEOUT_MS = 10_000
 CALL_TIMEOUT_MS = 20_000
 
 
+def _handlers(scenario: str) -> mcp_sync.Handlers | None:
+    if scenario.startswith("elicitation"):
+        # Accept with an empty form: the schema's defaults fill every field (SEP-1034).
+        return mcp_sync.Handlers(elicitation=lambda request: mcp_sync.ElicitationResult.accept())
+    return None
+
+
 def run(scenario: str, url: str) -> None:
     try:
         session = mcp_sync.connect_http(
-            server="conformance", url=url, handshake_timeout_ms=CONNECT_TIMEOUT_MS
+            server="conformance",
+            url=url,
+            handshake_timeout_ms=CONNECT_TIMEOUT_MS,
+            handlers=_handlers(scenario),
         )
     except mcp_sync.ProtocolError as exc:
         # The `initialize` scenario's server declares no capabilities at all, and
@@ -40,10 +50,11 @@ def run(scenario: str, url: str) -> None:
             # reply only comes on the GET that resumes it.
             session.call_tool("test_reconnection", {}, timeout_ms=CALL_TIMEOUT_MS)
         elif scenario == "elicitation-sep1034-client-defaults":
-            # Expected to fail until mcp_sync implements elicitation: the suite's
-            # server sends elicitation/create on the standalone GET stream, which
-            # mcp_sync does not open, so the call never completes. Short timeout.
-            session.call_tool("test_client_elicitation_defaults", {}, timeout_ms=3_000)
+            # The suite's server sends elicitation/create on the standalone GET
+            # stream, which a session with handlers opens.
+            result = session.call_tool("test_client_elicitation_defaults", {}, timeout_ms=CALL_TIMEOUT_MS)
+            if result.is_error:
+                raise SystemExit("test_client_elicitation_defaults reported an error")
         else:
             # Anything else (the auth/ scenarios): whatever connecting did is all
             # this client can do.

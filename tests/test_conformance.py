@@ -2,8 +2,8 @@
 
 Runs ``../shared/conformance/run.sh --skip '^auth/' -- python tests/conformance_client.py``
 (the suite's own test servers, loopback only) and prints its report, so the PASS lines
-appear in the CI log. ``initialize``, ``tools_call`` and ``sse-retry`` must pass;
-``elicitation-sep1034-client-defaults`` may fail until elicitation exists.
+appear in the CI log. ``initialize``, ``tools_call``, ``sse-retry`` and
+``elicitation-sep1034-client-defaults`` must pass.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ SHARED = next(
 )
 RUN_SH = SHARED / "conformance" / "run.sh"
 CLIENT = REPO_ROOT / "tests" / "conformance_client.py"
-MUST_PASS = ("initialize", "tools_call", "sse-retry")
+MUST_PASS = ("initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults")
 
 
 @pytest.mark.peer
