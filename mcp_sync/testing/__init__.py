@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import sys
 
+from ._features import FEATURE_TOOLS
 from ._server import DEFAULT_TOOLS, MISBEHAVING_TOOLS, FakeServer, main
 
-__all__ = ["DEFAULT_TOOLS", "MISBEHAVING_TOOLS", "FakeServer", "main", "server_command"]
+__all__ = ["DEFAULT_TOOLS", "FEATURE_TOOLS", "MISBEHAVING_TOOLS", "FakeServer", "main", "server_command"]
 
 
 def server_command(*options: str) -> list[str]:

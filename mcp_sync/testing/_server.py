@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from ._features import FEATURE_CAPABILITIES, FEATURE_TOOLS, Features
+
 __all__ = ["DEFAULT_TOOLS", "FakeServer", "main"]
 
 
@@ -84,6 +86,7 @@ class FakeServer:
         self.next_client_id = 0
         self.log = open(options.log, "ab", buffering=0) if options.log else None  # noqa: SIM115
         self.stall_until = 0.0
+        self.features = Features(self)
 
     # --------------------------------------------------------------- output
 
@@ -134,11 +137,16 @@ class FakeServer:
             return
         if method in self.opt.exit_on:
             os._exit(self.opt.exit_code)
+        raw = dict(self.opt.raw).get(method)
+        if raw is not None:
+            self.reply(request_id, json.loads(raw))
+            return
         handler: Callable[[object, dict[str, Any]], None] | None = {
             "initialize": self.on_initialize,
             "tools/list": self.on_tools_list,
             "tools/call": self.on_tools_call,
             "ping": lambda rid, _p: self.reply(rid, {}),
+            **self.features.methods(),
         }.get(method)
         if handler is None:
             self.error(request_id, -32601, "Method not found")
@@ -154,7 +162,7 @@ class FakeServer:
         capabilities = (
             json.loads(self.opt.capabilities)
             if self.opt.capabilities is not None
-            else {"tools": {"listChanged": True}}
+            else FEATURE_CAPABILITIES
         )
         self.reply(
             request_id,
@@ -189,6 +197,8 @@ class FakeServer:
     def on_tools_call(self, request_id: object, params: dict[str, Any]) -> None:
         name = params.get("name")
         args = params.get("arguments") or {}
+        if self.features.call(request_id, name, args, params):
+            return
         if name == "sleep" or name in ("ping_client", "ask_client", "hang"):
             # Slow tools run on their own thread so calls multiplex.
             threading.Thread(target=self.call, args=(request_id, name, args), daemon=True).start()
@@ -313,6 +323,8 @@ class FakeServer:
             tools = list(DEFAULT_TOOLS)
         if self.opt.misbehave:
             tools += MISBEHAVING_TOOLS
+        if self.opt.features:
+            tools += FEATURE_TOOLS
         for index in range(self.opt.extra_tools):
             tools.append({"name": f"tool_{index}", "inputSchema": {"type": "object"}})
         return tools
@@ -334,6 +346,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tools", help="catalog as a JSON array, or a file holding one")
     p.add_argument("--extra-tools", type=int, default=0, help="add N trivial tools")
     p.add_argument("--misbehave", action="store_true", help="also list the misbehaving tools")
+    p.add_argument("--features", action="store_true",
+                   help="also list the tools that exercise progress, logs, handlers, tasks, list_changed")
+    p.add_argument("--extra-resources", type=int, default=0, help="list N more resources")
+    p.add_argument("--raw", nargs=2, action="append", default=[], metavar=("METHOD", "JSON"),
+                   help="answer METHOD with this JSON result")
     p.add_argument("--page-size", type=int, default=0, help="tools per tools/list page")
     p.add_argument("--cursor-mode", choices=("normal", "endless", "repeat", "empty"),
                    default="normal")
