@@ -43,7 +43,8 @@ FEATURE_TOOLS: list[dict[str, Any]] = [
         ("elicit", "Send elicitation/create with `params` and return the client's reply.", {}),
         ("sample", "Send sampling/createMessage with `params` and return the client's reply.", {}),
         ("roots", "Send roots/list and return the client's reply.", {}),
-        ("storm", "Add `add` tools, send `count` list_changed notifications of `kind`, then answer.", {}),
+        ("storm", "Add `add` tools (and a badly named one if `bad`), send `count` list_changed "
+         "notifications of `kind`, then answer.", {}),
         ("research", "A task: finish after `ms` (poll interval `poll`); `ask`: elicit first.",
          {"execution": {"taskSupport": "required"}}),
         ("maybe_task", "A tool that may be called as a task or not.",
@@ -302,6 +303,8 @@ class Features:
         for _ in range(int(args.get("add", 0))):
             self.added += 1
             self.server.tools.append({"name": f"added_{self.added}", "inputSchema": {"type": "object"}})
+        if args.get("bad"):
+            self.server.tools.append({"name": "bad/name", "inputSchema": {"type": "object"}})
         kind = str(args.get("kind", "tools"))
         line = json.dumps({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}) + "\n"
         self.server.write_raw(line.encode() * int(args.get("count", 1)))
