@@ -218,11 +218,14 @@ class Features:
         task.done.set()
         self.server.reply(rid, task.view())
 
-    def start_task(self, rid: object, name: str, args: dict[str, Any]) -> None:
+    def start_task(self, rid: object, name: str, args: dict[str, Any], params: dict[str, Any]) -> None:
         poll = args.get("poll", 20)
         task = _Task(f"task-{next(self.task_ids)}", poll if isinstance(poll, int) else None)
         self.tasks[task.task_id] = task
         self.server.reply(rid, {"task": task.view()})
+        token = (params.get("_meta") or {}).get("progressToken")
+        if token is not None:  # the token stays valid for the task's lifetime
+            self.notify_progress(token, 1, 2, "task started")
         if name == "forever":
             return
         task.ask = bool(args.get("ask"))
@@ -246,7 +249,7 @@ class Features:
         """Serve a feature tool; False if ``name`` is not one."""
         if name in ("research", "forever", "maybe_task"):
             if isinstance(params.get("task"), dict):
-                self.start_task(rid, str(name), args)
+                self.start_task(rid, str(name), args, params)
             elif name == "maybe_task":
                 self.server.reply(rid, self.server.text("plain answer"))
             else:
