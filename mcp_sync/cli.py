@@ -30,6 +30,12 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from ._catalog import thaw
+from ._cli_features import (
+    FEATURE_COMMANDS,
+    add_feature_commands,
+    invoke_with_progress,
+    run_feature_command,
+)
 from ._client import connect
 from ._errors import McpError
 from ._text import escape
@@ -146,6 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "example-config", help="print a config that runs the bundled example server"
     )
+    add_feature_commands(sub, common)
     return parser
 
 
@@ -273,8 +280,16 @@ def _project_all(servers: Sequence[_Server], path: str, source: str) -> list[Flo
 
 def _with_servers(ns: argparse.Namespace, body: Callable[[list[Flow]], int]) -> int:
     """Load the config, connect every server, run ``body`` on their flows, close."""
+    return _with_sessions(ns, lambda servers, path, source: body(_project_all(servers, path, source)))
+
+
+def _with_sessions(
+    ns: argparse.Namespace, body: Callable[[list[_Server], str, str], int]
+) -> int:
+    """Load the config, connect every server, run ``body`` on them, close."""
     path, source, entries = _load(ns)
     servers = _connect_all(entries)
+    ns.sessions = {server.entry.server: server.session for server in servers}
     try:
         for server in servers:
             if server.error is None:
@@ -289,7 +304,7 @@ def _with_servers(ns: argparse.Namespace, body: Callable[[list[Flow]], int]) -> 
                 f"{_describe_error(server.error)}\n"
                 f"  every configured server must connect; '{PROG} check' tests each one.",
             )
-        return body(_project_all(servers, path, source))
+        return body(servers, path, source)
     finally:
         _close_all(servers)
 
@@ -385,16 +400,21 @@ def _cmd_call(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         flow = by_name.get(ns.flow)
         if flow is None:
             _usage(f"no flow named {_q(ns.flow)}; '{PROG} tools' lists them")
-        return _invoke(flow, arguments, ns.json, out, err)
+        return _invoke(flow, arguments, ns.json, out, err, ns.sessions.get(flow.server))
 
     return _with_servers(ns, body)
 
 
-def _invoke(
-    flow: Flow, arguments: dict[str, Any], as_json: bool, out: IO[str], err: IO[str]
+def _invoke(  # noqa: PLR0917
+    flow: Flow,
+    arguments: dict[str, Any],
+    as_json: bool,
+    out: IO[str],
+    err: IO[str],
+    session: Session | None = None,
 ) -> int:
     try:
-        result = flow.invoke(arguments)
+        result = invoke_with_progress(flow, arguments, session, err)
     except FlowFailed as exc:
         raise _Exit(
             EXIT_CALL_FAILED,
@@ -503,6 +523,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_check(ns, out)
         if ns.command == "demo":
             return _cmd_demo(out, err)
+        if ns.command in FEATURE_COMMANDS:
+            return run_feature_command(ns, out, err)
         return _cmd_example_config(out)
     except _Exit as exc:
         out.flush()

@@ -1,0 +1,87 @@
+"""mcp-sync resources / read / prompts / prompt, and progress on a terminal."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from test_cli import config, fake, run
+
+import mcp_sync
+from mcp_sync._cli_features import invoke_with_progress
+from mcp_sync.flows import project
+from mcp_sync.testing import server_command
+
+
+def test_resources_read_prompts_prompt(tmp_path: Path) -> None:
+    path = config(tmp_path, fake("one", "--features"))
+    listed = run("--mcp-config", str(path), "resources")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        "SERVER  URI                NAME   DESCRIPTION",
+        "one     fake://text/hello  hello  A greeting.",
+        "one     fake://blob/bytes  bytes",
+    ]
+    templates = run("--mcp-config", str(path), "resources", "--templates", "--json")
+    assert json.loads(templates.stdout) == [
+        {"server": "one", "uriTemplate": "fake://text/{name}", "name": "text", "description": "Any text resource."}
+    ]
+    text = run("--mcp-config", str(path), "read", "fake://text/bob")
+    assert (text.returncode, text.stdout) == (0, "Hello, bob!\n")
+    blob = run("--mcp-config", str(path), "read", "fake://blob/bytes")
+    assert "256 bytes" in blob.stdout
+    as_json = json.loads(run("--mcp-config", str(path), "read", "fake://blob/bytes", "--json").stdout)
+    assert as_json["contents"][0]["blob"].startswith("AAECAw")
+    prompts = run("--mcp-config", str(path), "prompts")
+    assert prompts.stdout.splitlines()[1].split() == ["one", "greet", "name", "Greet", "someone."]
+    got = run("--mcp-config", str(path), "prompt", "greet", "--args", '{"name": "Ann"}')
+    assert (got.returncode, got.stdout) == (0, "user: Please greet Ann.\n")
+
+
+def test_exit_codes_and_choosing_a_server(tmp_path: Path) -> None:
+    two = config(tmp_path, fake("one", "--features"), fake("two", "--features"), name="two.json")
+    several = run("--mcp-config", str(two), "read", "fake://text/x")
+    assert several.returncode == 2 and "pick one with --server" in several.stderr
+    picked = run("--mcp-config", str(two), "read", "fake://text/x", "--server", "two")
+    assert (picked.returncode, picked.stdout) == (0, "Hello, x!\n")
+    unknown = run("--mcp-config", str(two), "read", "fake://text/x", "--server", "three")
+    assert unknown.returncode == 2 and 'no configured server is named "three"' in unknown.stderr
+    missing = run("--mcp-config", str(two), "read", "fake://nowhere", "--server", "one")
+    assert missing.returncode == 4 and "remote_error" in missing.stderr
+    bad_args = run("--mcp-config", str(two), "prompt", "greet", "--args", '{"name": 1}')
+    assert bad_args.returncode == 2 and "must all be strings" in bad_args.stderr
+    ambiguous = run("--mcp-config", str(two), "prompt", "greet")
+    assert ambiguous.returncode == 2 and "several servers have a prompt" in ambiguous.stderr
+    plain = config(tmp_path, fake("bare", "--capabilities", '{"tools": {}}'), name="bare.json")
+    none = run("--mcp-config", str(plain), "read", "fake://text/x")
+    assert none.returncode == 4 and "no configured server offers resources" in none.stderr
+    assert run("--mcp-config", str(plain), "resources").stdout.splitlines() == ["SERVER  URI  NAME  DESCRIPTION"]
+
+
+def test_server_text_is_escaped(tmp_path: Path) -> None:
+    hostile = {"resources": [{"uri": "fake://\u001b[2Jx", "name": "evil\u202e", "description": "a\nb"}]}
+    path = config(tmp_path, fake("one", "--raw", "resources/list", json.dumps(hostile)))
+    listed = run("--mcp-config", str(path), "resources")
+    assert "\u001b" not in listed.stdout and "\u202e" not in listed.stdout
+    assert "\\x1b[2Jx" in listed.stdout and "\\u202e" in listed.stdout
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_call_shows_progress_on_a_terminal_only() -> None:
+    command, *args = server_command("--features")
+    with mcp_sync.connect(server="fake", command=command, args=args) as session:
+        flow = project(session)["mcp/fake/progress"]
+        terminal = _Terminal()
+        result = invoke_with_progress(flow, {"steps": 2}, session, terminal)
+        assert result.content[0]["text"] == "done after 2 steps"
+        shown = terminal.getvalue()
+        assert "mcp/fake/progress: 1/2 step 1" in shown and "2/2 step 2" in shown
+        assert shown.endswith("\r\x1b[K")
+        pipe = io.StringIO()
+        invoke_with_progress(flow, {"steps": 2}, session, pipe)
+        assert pipe.getvalue() == ""
