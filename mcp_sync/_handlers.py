@@ -542,7 +542,9 @@ class ServerRequests:
             )
         )
 
-    def close(self, wait: bool) -> None:
+    def close(self, deadline: float) -> None:
+        """Drop what is in flight (no reply is sent after the end) and wait
+        for the threads until ``deadline`` at most."""
         with self._lock:
             entries = list(self._inflight.values())
             self._inflight.clear()
@@ -550,9 +552,8 @@ class ServerRequests:
             entry.cancelled.set()
             if entry.timer is not None:
                 entry.timer.cancel()
-        budget = 2.0 if wait else 0.0
-        self._replies.close(budget)
-        self._pool.close(budget)
+        self._replies.close(max(0.0, deadline - time.monotonic()))
+        self._pool.close(max(0.0, deadline - time.monotonic()))
 
 
 def _error_message(request_id: int | str, code: int, message: str) -> dict[str, Any]:

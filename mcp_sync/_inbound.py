@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from ._errors import McpError
@@ -28,6 +29,8 @@ __all__ = ["AUTO_REFRESH_SPACING", "Inbound"]
 AUTO_REFRESH_SPACING = 0.25
 """Seconds between two automatic refreshes, so a list_changed storm costs at
 most four catalog walks a second."""
+CLOSE_JOIN = 1.0
+"""Seconds ``close()`` waits, in all, for the library's handler, log and refresh threads."""
 LOG_BACKLOG = 256
 """Server log records waiting for the logging thread; past it they are dropped and counted."""
 
@@ -116,9 +119,12 @@ class Inbound:
     # ------------------------------------------------------- ending
 
     def close(self, wait: bool) -> None:
+        """Stop dispatching; with ``wait``, give the library's threads up to
+        ``CLOSE_JOIN`` s in all to finish (a handler stuck in user code is
+        left to finish on its own: a daemon thread that sends nothing more)."""
         self.progress.wake_all()
-        self.requests.close(wait)
-        budget = 2.0 if wait else 0.0
-        self._events.close(budget)
-        self._refresher.close(budget)
+        deadline = time.monotonic() + (CLOSE_JOIN if wait else 0.0)
+        self.requests.close(deadline)
+        self._events.close(max(0.0, deadline - time.monotonic()))
+        self._refresher.close(max(0.0, deadline - time.monotonic()))
 

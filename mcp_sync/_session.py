@@ -602,7 +602,8 @@ class _Core:
         terminal = self._terminal
         if terminal is not None:
             raise terminal._copy()
-        tool = self.catalog.by_name.get(name)
+        catalog = self.catalog  # one snapshot for the whole call, even if a refresh swaps it
+        tool = catalog.by_name.get(name)
         if tool is None:
             raise _not_in_catalog(name, self.server)
         timeout_ms, option = self.budget(timeout_ms)
@@ -626,7 +627,7 @@ class _Core:
                 task=task,
             )  # fmt: skip
         if self.validate_output:
-            check_structured_output(self.catalog, tool, outcome)
+            check_structured_output(catalog, tool, outcome)
         return outcome
 
     def close(self) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import connect_fake, logged
+from support import connect_fake, logged, timed
 
 import mcp_sync
 
@@ -323,3 +323,33 @@ def test_handlers_run_on_library_threads_and_leave_none_behind() -> None:
             session.call_tool("elicit", {"params": FORM})
     assert names and all(name.startswith("mcp_sync-fake-handler") for name in names)
     # The thread-leak fixture checks that they are gone after close.
+
+
+def test_close_does_not_wait_for_a_handler_stuck_in_user_code() -> None:
+    release = threading.Event()
+    entered = threading.Event()
+
+    def stuck(request: mcp_sync.ElicitationRequest) -> mcp_sync.ElicitationResult:
+        entered.set()
+        release.wait(20)
+        return mcp_sync.ElicitationResult.accept()
+
+    session = connect_fake("--features", handlers=mcp_sync.Handlers(elicitation=stuck))
+    errors: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            session.call_tool("elicit", {"params": FORM})
+        except mcp_sync.McpError as exc:
+            errors.append(exc)
+
+    caller = threading.Thread(target=ask)
+    caller.start()
+    try:
+        assert entered.wait(10)
+        with timed(3.5):  # the server's grace after stdin closes, plus CLOSE_JOIN
+            session.close()
+        caller.join(5)
+        assert [type(e) for e in errors] == [mcp_sync.ConnectionClosed]
+    finally:
+        release.set()  # the handler returns; its answer is dropped, its thread ends
