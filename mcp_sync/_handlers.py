@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from ._catalog import freeze, thaw
 from ._errors import McpError, ProtocolError, Timeout
 from ._jsonrpc import encode
-from ._limits import check_limit, seconds
+from ._limits import check_limit, reply_not_queued, seconds
 from ._workers import Workers
 
 if TYPE_CHECKING:
@@ -321,8 +321,6 @@ class ServerRequests:
         self._pool = Workers(
             f"{self._name}-handler", max_workers=self._handlers.max_concurrency, backlog=backlog
         )
-        # Replies that could not be queued at once wait their turn here.
-        self._replies = Workers(f"{self._name}-reply", max_workers=1, backlog=backlog)
         # Guards _inflight and _roots.
         self._lock = threading.Lock()
         self._inflight: dict[int | str, _InFlight] = {}
@@ -493,45 +491,33 @@ class ServerRequests:
     def _reply_soon(
         self, request_id: int | str, *, result: Any = None, error: tuple[int, str] | None = None
     ) -> None:
-        # The reader must not wait for room in the outbound queue (SPEC §9.12):
-        # queue the reply if there is room now, else let a library thread wait.
+        """Answer at once, from the thread that read the request (a ping, a
+        refusal): the transport's ``reply`` never makes a reading caller wait
+        for room in the outbound queue (SPEC 9.12)."""
+        self._send(_reply(request_id, result=result, error=error))
+
+    def _send(self, message: dict[str, Any]) -> None:
+        """Send one reply through the transport's ``reply``, the one way every
+        answer to a server request leaves; the session ends if it cannot be
+        queued within ``request_timeout_ms`` (SPEC 9.11)."""
         core = self._core
         transport = core.transport
         if core.terminal is not None or transport is None:
-            return
-        frame = _reply(request_id, result=result, error=error, limit=core.limits.max_outbound_frame_bytes)
-        if frame is None or transport.send_nowait(frame):
-            return
-        if not self._replies.submit(lambda: self._send(frame)):
-            self._overwhelmed()
-
-    def _send(self, frame: bytes | dict[str, Any] | None) -> None:
-        core = self._core
-        transport = core.transport
-        if frame is None or core.terminal is not None or transport is None:
-            return
-        if isinstance(frame, dict):
-            message = frame
-            try:
-                frame = encode(message, core.limits.max_outbound_frame_bytes)
-            except ProtocolError:
-                frame = encode(
-                    _error_message(message["id"], INTERNAL_ERROR, "the client's answer could not be sent"),
-                    core.limits.max_outbound_frame_bytes,
-                )
+            return  # nothing is sent once the session is over
         limits = core.limits
         try:
-            queued = transport.send(frame, None, seconds(limits.request_timeout_ms))
+            frame = encode(message, limits.max_outbound_frame_bytes)
+        except ProtocolError:  # an answer too large (or unencodable) to send
+            frame = encode(
+                _error_message(message["id"], INTERNAL_ERROR, "the client's answer could not be sent"),
+                limits.max_outbound_frame_bytes,
+            )
+        try:
+            queued = transport.reply(frame)
         except McpError:
             return  # the transport already ended the session if it had to
         if not queued:
-            core.terminate(
-                ProtocolError(
-                    "a reply to a server request could not be queued within "
-                    f"request_timeout_ms={limits.request_timeout_ms} "
-                    f"(queue_capacity={limits.queue_capacity} is full)"
-                )
-            )
+            core.terminate(reply_not_queued(limits))
 
     def _overwhelmed(self) -> None:
         limits = self._core.limits
@@ -552,7 +538,6 @@ class ServerRequests:
             entry.cancelled.set()
             if entry.timer is not None:
                 entry.timer.cancel()
-        self._replies.close(max(0.0, deadline - time.monotonic()))
         self._pool.close(max(0.0, deadline - time.monotonic()))
 
 
@@ -560,25 +545,10 @@ def _error_message(request_id: int | str, code: int, message: str) -> dict[str, 
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def _reply(
-    request_id: int | str,
-    *,
-    result: Any = None,
-    error: tuple[int, str] | None = None,
-    limit: int | None = None,
-) -> Any:
-    """The reply message (a dict), or its frame when ``limit`` is given."""
-    message = (
-        _error_message(request_id, *error)
-        if error is not None
-        else {"jsonrpc": "2.0", "id": request_id, "result": result}
-    )
-    if limit is None:
-        return message
-    try:
-        return encode(message, limit)
-    except ProtocolError:
-        return None
+def _reply(request_id: int | str, *, result: Any = None, error: tuple[int, str] | None = None) -> dict[str, Any]:
+    if error is not None:
+        return _error_message(request_id, *error)
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
 # --------------------------------------------------------------------- elicitation

@@ -109,6 +109,11 @@ class Transport(Protocol):
     def send_nowait(self, frame: bytes) -> bool:
         """Queue a frame only if there is room now."""
 
+    def reply(self, frame: bytes) -> bool:
+        """Send a reply to a server request without making a caller wait for
+        room (SPEC 9.12); False if it could not be queued within
+        ``request_timeout_ms`` (SPEC 9.11)."""
+
     def lead(self, done: Callable[[], bool], deadline: float) -> None:
         """Read replies in the calling thread until ``done()`` or ``deadline``,
         if that is how this transport works and nobody else reads (returning
@@ -257,6 +262,8 @@ class _Core:
         # The negotiated version, once initialize's result passed its checks
         # (the HTTP transport sends it as MCP-Protocol-Version).
         self.protocol_version: str | None = None
+        # Set while user code (the diagnostic observer) runs on this thread.
+        self._callback = threading.local()
         _cores.add(self)
 
     def disown(self) -> None:
@@ -305,9 +312,14 @@ class _Core:
         observer = self.diagnostics
         if observer is None:
             return
-        # An observer's own bug must not take the session down with it.
-        with contextlib.suppress(Exception):
-            observer(DiagnosticEvent(kind=kind, server=self.server, detail=Redacted(detail)))
+        # An observer's own bug must not take the session down with it, and
+        # it may call close(): see close().
+        self._callback.active = True
+        try:
+            with contextlib.suppress(Exception):
+                observer(DiagnosticEvent(kind=kind, server=self.server, detail=Redacted(detail)))
+        finally:
+            self._callback.active = False
 
     def transport_closed(self, stderr_tail: str) -> None:
         """Called once by the transport when its teardown is complete."""
@@ -357,13 +369,15 @@ class _Core:
             self.limits.max_outbound_frame_bytes,
         )
         entry = _Pending() if watch is None else _Watched(watch)
-        with self._lock:
-            if self._terminal is not None:
-                raise self._terminal._copy()
-            self._pending[request_id] = entry
         transport = self.transport
         assert transport is not None
+        # Registered inside the try: an interrupt anywhere after this point
+        # still takes the entry off the table.
         try:
+            with self._lock:
+                if self._terminal is not None:
+                    raise self._terminal._copy()
+                self._pending[request_id] = entry
             if entry.settle(transport, frame, request_id, timeout, deadline):
                 return entry.outcome()
             # The deadline passed, waiting for room in the queue or for the reply.
@@ -451,7 +465,10 @@ class _Core:
 
     def receive(self, line: bytes) -> None:
         """One inbound frame from the transport. Raises nothing: a rule
-        broken here ends the session."""
+        broken here ends the session. Once the session has ended, lines
+        already read are not dispatched (SPEC 9.12)."""
+        if self._terminal is not None:
+            return
         try:
             message = decode_line(line)
             if message is not None:
@@ -466,6 +483,10 @@ class _Core:
             method = message["method"]
             if not isinstance(method, str):
                 raise ProtocolError("a protocol frame has a method that is not a string")
+            if "result" in message or "error" in message:
+                raise ProtocolError("a protocol frame carries a method beside a result or error")
+            if "params" in message and not isinstance(message["params"], (dict, list)):
+                raise ProtocolError("a protocol frame has params that are not an object or array")
             params = message.get("params")
             if "id" not in message:
                 self.inbound.notification(method, params)
@@ -631,7 +652,11 @@ class _Core:
         return outcome
 
     def close(self) -> None:
-        self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=True)
+        # From inside an observer the teardown may be running in this very
+        # thread, or this thread may be reading: end the session and leave
+        # the teardown to finish without waiting for it here.
+        wait = not getattr(self._callback, "active", False)
+        self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=wait)
 
 
 def _server_info(value: object) -> ServerInfo:
