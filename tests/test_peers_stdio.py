@@ -68,7 +68,9 @@ def test_server_everything(everything_stdio_cmd: list[str]) -> None:
         assert "5" in total.content[0]["text"]
         structured = session.call_tool("get-structured-content", {"location": "New York"})
         assert structured.structured_content is not None
-        assert session.call_tool("simulate-research-query", {"topic": "x"}).is_error is True
+        # Its taskSupport is "required": call_tool runs it as a task (issue 13).
+        research = session.call_tool("simulate-research-query", {"topic": "x"}, timeout_ms=30_000)
+        assert not research.is_error and "Research Report: x" in research.content[0]["text"]
         results = _hammer(session, "echo", lambda n: {"message": str(n)})
         assert [r.content[0]["text"] for r in results] == [f"Echo: {n}" for n in range(64)]
     finally:
