@@ -83,6 +83,9 @@ class Hostile:
     replies: dict[Any, Any] = field(default_factory=dict)
     replies_changed: threading.Condition = field(default_factory=threading.Condition)
     resume: dict[str, bytes] = field(default_factory=dict)
+    # Frames sent on the standalone GET stream (a GET without Last-Event-ID);
+    # None answers that GET with 405.
+    standalone: list[bytes] | None = None
     url: str = ""
 
     @property
@@ -362,6 +365,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._record(b"")
         last = self.headers.get("Last-Event-ID")
+        if last is None and self.cfg.standalone is not None:
+            self._start_sse()
+            with contextlib.suppress(OSError):
+                for data in self.cfg.standalone:
+                    self._event(data)
+                self.cfg.release.wait(30)
+            return
         frame = self.cfg.resume.pop(last, None) if last else None
         if frame is None:
             self._send(405, b"", "text/plain")
