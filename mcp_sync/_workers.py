@@ -59,16 +59,13 @@ class Workers:
             )
             try:
                 thread.start()
-            except RuntimeError:  # out of threads
-                return bool(self._threads) and self._queue_anyway(job)
-            self._threads.add(thread)
+            except RuntimeError:  # out of threads: a running worker may still take it
+                if not self._threads:
+                    return False
+            else:
+                self._threads.add(thread)
             self._jobs.append(job)
             return True
-
-    def _queue_anyway(self, job: Callable[[], None]) -> bool:
-        # Called with the lock held: a running worker will get to it.
-        self._jobs.append(job)
-        return True
 
     def _run(self) -> None:
         me = threading.current_thread()

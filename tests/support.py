@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -72,3 +73,24 @@ def timed(limit: float) -> Iterator[None]:
     yield
     took = time.monotonic() - start
     assert took < limit, f"took {took:.2f}s, over {limit}s"
+
+
+@contextmanager
+def captured_logs(name: str) -> Iterator[list[logging.LogRecord]]:
+    """Every record logged on ``name`` (at any level) while the block runs."""
+    got: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            got.append(record)
+
+    logger = logging.getLogger(name)
+    handler = Keep(logging.DEBUG)
+    old = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield got
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)

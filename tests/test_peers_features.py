@@ -12,28 +12,15 @@ from pathlib import Path
 
 import pytest
 from conftest import PEERS_SRC, sdk_stdio_command
+from support import captured_logs
 
 import mcp_sync
 
 
 @pytest.fixture
 def everything_logs() -> Iterator[list[logging.LogRecord]]:
-    got: list[logging.LogRecord] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            got.append(record)
-
-    logger = logging.getLogger("mcp_sync.server.everything")
-    handler = Keep(logging.DEBUG)
-    old = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
+    with captured_logs("mcp_sync.server.everything") as got:
         yield got
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old)
 
 
 def _wait_for(check: object, within: float = 10.0) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import connect_fake, logged
+from support import captured_logs, connect_fake, logged
 
 import mcp_sync
 
@@ -81,24 +81,8 @@ def test_on_progress_must_be_callable() -> None:
 
 @pytest.fixture
 def records() -> Iterator[list[logging.LogRecord]]:
-    got: list[logging.LogRecord] = []
-    done = threading.Event()
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            got.append(record)
-            done.set()
-
-    logger = logging.getLogger("mcp_sync.server.fake")
-    handler = Keep(logging.DEBUG)
-    old = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
+    with captured_logs("mcp_sync.server.fake") as got:
         yield got
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old)
 
 
 def _logged(session: mcp_sync.Session, records: list[logging.LogRecord], count: int, **args: object) -> None:
