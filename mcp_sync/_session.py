@@ -276,6 +276,13 @@ class _Core:
         self._pending = {}
         self._terminal = ConnectionClosed(FORKED)
         self.transport = None
+        self.ended = threading.Event()
+        self.ended.set()
+        # The parent's handler, log and refresh threads were not copied, and
+        # their locks may have been held at fork time: start from nothing.
+        from ._inbound import Inbound
+
+        self.inbound = Inbound(self, None, auto_refresh=False)
 
     # ----------------------------------------------------------- ending
 
