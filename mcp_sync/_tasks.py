@@ -137,7 +137,10 @@ def call_as_task(
     ttl_ms = math.ceil((route.hard_deadline - time.monotonic()) * 1000) + TTL_SLACK_MS
     params: dict[str, Any] = {"name": name, "arguments": arguments, "task": {"ttl": ttl_ms}}
     params["_meta"] = {"progressToken": route.token}
-    created = core.request("tools/call", params, remaining(), describe, watch=route)
+    # Not watched: a progress callback that raised now would lose the task
+    # id, and with it the means to cancel the task. Progress that comes
+    # meanwhile waits in the route and is delivered at the first poll.
+    created = core.request("tools/call", params, remaining(), describe)
     if not isinstance(created, dict) or "task" not in created:
         # A server may answer a task-augmented call directly.
         return parse_call_result(created, name)
