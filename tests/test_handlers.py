@@ -353,3 +353,22 @@ def test_close_does_not_wait_for_a_handler_stuck_in_user_code() -> None:
         assert [type(e) for e in errors] == [mcp_sync.ConnectionClosed]
     finally:
         release.set()  # the handler returns; its answer is dropped, its thread ends
+
+
+def test_the_modern_eras_seam_uses_the_same_handlers() -> None:
+    """``answer_input_request`` (what an ``input_required`` retry asks) goes
+    through the same routing, checks and defaults as a server request."""
+    handlers = mcp_sync.Handlers(
+        elicitation=lambda request: mcp_sync.ElicitationResult.accept({"name": "Ada"}),
+        roots=[mcp_sync.Root("file:///srv")],
+    )
+    with connect_fake(handlers=handlers) as session:
+        requests = session._core.inbound.requests
+        deadline = time.monotonic() + 5
+        answer = requests.answer_input_request("elicitation/create", FORM, deadline)
+        assert answer["content"]["age"] == 30 and answer["content"]["name"] == "Ada"
+        assert requests.answer_input_request("roots/list", {}, deadline) == {"roots": [{"uri": "file:///srv"}]}
+        with pytest.raises(mcp_sync.McpError, match="no handler"):
+            requests.answer_input_request("sampling/createMessage", {}, deadline)
+        with pytest.raises(mcp_sync.McpError, match="unusable params"):
+            requests.answer_input_request("elicitation/create", {"message": 1}, deadline)
