@@ -93,11 +93,12 @@ class StdioTransport:
         cwd: str | None,
         env: dict[str, str],
         limits: Limits,
+        secrets: Sequence[str] = (),
     ) -> None:
         self._sink = sink
         self._limits = limits
         self._queue: queue.Queue[tuple[int | None, bytes] | None] = queue.Queue(maxsize=limits.queue_capacity)
-        self._tail = StderrTail(limits.max_stderr_bytes)
+        self._tail = StderrTail(limits.max_stderr_bytes, secrets=secrets)
         self._exited = threading.Event()
         self._stdout_done = threading.Event()
         self._shutdown_lock = threading.Lock()

@@ -418,7 +418,9 @@ class FlowResult:
         return out
 
 
-Runner: TypeAlias = Callable[[dict[str, Any]], FlowResult]
+# run(arguments) or run(arguments, timeout_ms=...): an MCP flow passes the
+# deadline to its session; a Python flow takes and ignores it.
+Runner: TypeAlias = Callable[..., FlowResult]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -444,12 +446,20 @@ class Flow:
     server: str | None = None
     tool: Tool | None = field(default=None, repr=False)
 
-    def invoke(self, arguments: Mapping[str, Any] | None = None) -> FlowResult:
+    def invoke(
+        self, arguments: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None
+    ) -> FlowResult:
         """Run the flow. ``arguments`` may be any mapping with str keys.
 
-        Raises :class:`FlowFailed` when the flow could not produce a result.
+        ``timeout_ms`` bounds an MCP flow's call (it overrides the session's
+        ``request_timeout_ms``); a Python flow runs on the caller's thread
+        and ignores it. Raises :class:`FlowFailed` when the flow could not
+        produce a result.
         """
-        return self.run(_arguments(self.name, arguments))
+        checked = _arguments(self.name, arguments)
+        if timeout_ms is None:
+            return self.run(checked)
+        return self.run(checked, timeout_ms=timeout_ms)
 
     def narrow(
         self,
@@ -725,7 +735,7 @@ def function(
         if not callable(body):
             raise TypeError("flows.function wraps a callable")
 
-        def run(arguments: dict[str, Any]) -> FlowResult:
+        def run(arguments: dict[str, Any], timeout_ms: int | None = None) -> FlowResult:
             return _result_of(body(arguments))
 
         return Flow(
@@ -753,7 +763,9 @@ class ToolSession(Protocol):
     @property
     def tools(self) -> tuple[Tool, ...]: ...
 
-    def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult: ...
+    def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, *, timeout_ms: int | None = None
+    ) -> CallToolResult: ...
 
 
 def describe_tool(server: str, tool: str, description: str | None) -> str:
@@ -782,9 +794,12 @@ def _names(value: Iterable[str] | None, label: str) -> tuple[str, ...]:
 
 
 def _mcp_runner(session: ToolSession, flow: str, tool: str) -> Runner:
-    def run(arguments: dict[str, Any]) -> FlowResult:
+    def run(arguments: dict[str, Any], timeout_ms: int | None = None) -> FlowResult:
         try:
-            result = session.call_tool(tool, arguments)
+            if timeout_ms is None:
+                result = session.call_tool(tool, arguments)
+            else:
+                result = session.call_tool(tool, arguments, timeout_ms=timeout_ms)
         except McpError as exc:
             # The session's message is already model-safe: publish it as is.
             raise FlowFailed(str(exc), flow=flow, cause_kind=exc.kind) from exc
