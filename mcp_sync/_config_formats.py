@@ -132,6 +132,11 @@ def _kind(out: dict[str, Any]) -> str:
     if len(keys) == 2:
         raise EntryProblem("transport", "and type are both given; keep one")
     if not keys:
+        if "command" in out and "url" in out:
+            raise EntryProblem(
+                "url",
+                "has both command and url; a server is stdio (command) or HTTP (url), never both",
+            )
         if "command" in out:
             return "stdio"
         if "url" in out:

@@ -34,6 +34,7 @@ __all__ = [
     "TIERS",
     "Action",
     "Capability",
+    "ConnectedFlows",
     "DuplicateFlowError",
     "Effects",
     "Flow",
@@ -50,6 +51,7 @@ __all__ = [
     "capabilities_for",
     "catalog",
     "check_flow_name",
+    "connect_and_project",
     "describe_tool",
     "function",
     "pattern_covers",
@@ -858,3 +860,78 @@ def project(
             )
         )
     return FlowSource(flows)
+
+
+# --------------------------------------------------------------------------
+# Connect and project in one step
+
+
+class ConnectedFlows(FlowSource):
+    """A flow source that owns the session its flows call.
+
+    Made by :func:`connect_and_project`. Use it as a context manager (or
+    call :meth:`close`) to end the session; it composes with
+    :func:`catalog` like any other source.
+    """
+
+    __slots__ = ("session",)
+
+    def __init__(self, flows: Iterable[Flow], session: Any) -> None:
+        super().__init__(flows)
+        self.session = session
+        """The :class:`mcp_sync.Session` the flows call."""
+
+    def close(self) -> None:
+        """Close the session (idempotent)."""
+        self.session.close()
+
+    def __enter__(self) -> ConnectedFlows:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<ConnectedFlows {len(self.flows)} flows of {self.session!r}>"
+
+
+def connect_and_project(
+    options: Any = None,
+    /,
+    *,
+    name_prefix: str | None = None,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+    **connect_options: Any,
+) -> ConnectedFlows:
+    """Connect a server and project its tools, checking the projection first.
+
+    ``options`` and ``connect_options`` are what :func:`mcp_sync.connect`
+    takes; a config entry's own ``namePrefix``/``include``/``exclude`` apply
+    unless given here. The prefix (or the default ``mcp/<server>``) and the
+    shape of ``include``/``exclude`` are checked *before* anything is
+    spawned or dialled, so a bad projection raises :class:`ProjectionError`
+    with no server started. An ``include`` name the catalog lacks can only
+    be found after connecting: the session is closed and the error raised.
+    """
+    from ._client import connect
+
+    from_entry: dict[str, Any] = {}
+    if options is not None and callable(getattr(options, "projection_kwargs", None)):
+        from_entry = options.projection_kwargs()
+    prefix = name_prefix if name_prefix is not None else from_entry.get("name_prefix")
+    wanted = include if include is not None else from_entry.get("include")
+    dropped = exclude if exclude is not None else from_entry.get("exclude")
+    server = connect_options.get("server", getattr(options, "server", None))
+    if prefix is not None:
+        check_flow_name(prefix, what="name_prefix")
+    elif isinstance(server, str) and server:
+        check_flow_name(f"mcp/{server}", what="the default name prefix")
+    kept, left_out = _names(wanted, "include"), _names(dropped, "exclude")
+    session = connect(options, **connect_options)
+    try:
+        source = project(session, name_prefix=prefix, include=kept, exclude=left_out)
+    except BaseException:
+        session.close()
+        raise
+    return ConnectedFlows(source.flows, session)
