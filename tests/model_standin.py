@@ -77,7 +77,7 @@ def plain(value: Any) -> Any:
     validate lazily: iterating them here validates each item."""
     if isinstance(value, dict):
         return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)) or isinstance(value, Iterator):
+    if isinstance(value, (list, tuple, Iterator)):
         return [plain(item) for item in value]
     return value
 

@@ -234,7 +234,7 @@ def test_gemini_generate_content_loop(session: mcp_sync.Session, model: StandIn)
         contents.extend(tools.reply(calls))
         final = client.models.generate_content(model="stand-in", contents=contents, config=config)
     assert model.problems == []
-    assert final.text == 'The tool said: {"output": "%s"}' % MESSAGE
+    assert final.text == f'The tool said: {{"output": "{MESSAGE}"}}'
 
 
 def test_the_stand_in_catches_a_malformed_follow_up(session: mcp_sync.Session, model: StandIn) -> None:

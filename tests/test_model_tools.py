@@ -67,7 +67,7 @@ def test_collisions_get_a_stable_hash_suffix() -> None:
     for flow in flows_[:3]:
         assert re.fullmatch(r"mcp__a_b__x_[0-9a-f]{6}", names[flow]), names[flow]
     # The suffix depends on the flow name only: order and other servers do not matter.
-    again = provider_names(list(reversed(flows_)) + ["mcp/more/y"])
+    again = provider_names([*list(reversed(flows_)), "mcp/more/y"])
     assert all(again[f] == names[f] for f in flows_)
 
 
@@ -315,7 +315,7 @@ def test_a_failed_session_raises_with_a_reply_for_the_model() -> None:
 )
 def test_a_call_in_another_shape_is_a_programming_error(provider: str, call: Any) -> None:
     exported = export([_python_flow("n")], provider)
-    with pytest.raises(MalformedToolCall, match="^not (an|a) "):
+    with pytest.raises(MalformedToolCall, match=r"^not (an|a) "):
         exported.call(call)
 
 
