@@ -26,6 +26,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any, TypeAlias
 from urllib.parse import urlsplit
 
@@ -48,7 +49,7 @@ from ._config_formats import EntryProblem, RawEntry, document_format, entries, n
 from ._headers import check_headers, plain_http_refused
 from ._jsonrpc import json_depth
 from ._limits import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
-from ._locations import CLIENTS
+from ._locations import CLIENTS, candidates, select_servers
 from ._variables import VariableError, expand
 from .flows import ProjectionError, check_flow_name
 
@@ -598,10 +599,6 @@ def _json_type(value: object) -> str:
 
 def client_config_paths(client: str, *, cwd: str | os.PathLike[str] | None = None) -> tuple[str, ...]:
     """The files :func:`load_client_config` tries for ``client``, in order."""
-    from pathlib import Path
-
-    from ._locations import candidates
-
     where = Path(cwd) if cwd is not None else None
     return tuple(str(location.path) for location in candidates(client, cwd=where))
 
@@ -617,10 +614,6 @@ def load_client_config(
     :func:`load_config`. No file at all is a :class:`ConfigError` listing
     the paths tried.
     """
-    from pathlib import Path
-
-    from ._locations import candidates, select_servers
-
     if client not in CLIENTS:
         raise ValueError(f"unknown client {client!a}; one of {', '.join(CLIENTS)}")
     where = Path(cwd) if cwd is not None else Path.cwd()

@@ -403,3 +403,31 @@ def test_empty_results_say_so() -> None:
 def test_repr_and_len(session: mcp_sync.Session) -> None:
     exported = model_tools.export(session, "gemini")
     assert repr(exported) == "<ModelTools gemini 5 tools>" and len(exported) == 5
+
+
+def test_cli_format_shapes(tmp_path: Any) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    (tmp_path / "s.json").write_text(json.dumps(
+        {"mcpServers": {"example": {"command": sys.executable, "args": ["-m", "mcp_sync.testing"]}}}
+    ))  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "MCP_SYNC_CONFIG"}
+    env["PYTHONPATH"] = str(repo)
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mcp_sync", "--mcp-config", "s.json", "tools", *argv],
+            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60, check=False,
+        )  # fmt: skip
+
+    gemini = run("--format", "gemini")
+    assert gemini.returncode == 0, gemini.stderr
+    (tool,) = json.loads(gemini.stdout)
+    assert [d["name"] for d in tool["functionDeclarations"]][:2] == ["mcp__example__echo", "mcp__example__add"]
+    assert json.loads(run("--format", "json").stdout) == json.loads(run("--json").stdout)
+    both = run("--json", "--format", "openai")
+    assert (both.returncode, both.stderr) == (2, "mcp-sync: error: --json and --format openai: give one\n")
