@@ -109,6 +109,8 @@ class ClientAuth:
             # RFC 6749 §2.3.1: both parts form-urlencoded before base64.
             pair = f"{quote(self.client_id, safe='')}:{quote(self.secret.reveal(), safe='')}"
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+            # client_id is an identifier, not a second credential: some servers need it.
+            form["client_id"] = self.client_id
         elif self.method == "client_secret_post" and self.secret is not None:
             form["client_id"] = self.client_id
             form["client_secret"] = self.secret.reveal()
