@@ -316,6 +316,7 @@ class Binding:
         self.limits = limits
         self.grant = auth._grant(url)
         self.fetcher: Fetcher | None = None
+        self.last_error: str | None = None
         self.established = False
         """Set by ``connect`` once the handshake is done: from then on a login
         that needs a person runs inline, bounded by the request's deadline."""
@@ -390,6 +391,7 @@ class Binding:
         assert self.fetcher is not None
         grant = self.grant
         challenge = parse_challenges(headers.get_list("www-authenticate"))
+        self.last_error = challenge.error
         nonce = headers.get("dpop-nonce")
         if (
             challenge.error == "use_dpop_nonce"
@@ -467,5 +469,14 @@ class Binding:
                     "invalid_token",
                 ),
                 True,
+            )
+        if self.last_error == "insufficient_scope":
+            return (
+                AuthError(
+                    f"server {self.server!r} refused the request for lack of scope (HTTP 403), "
+                    "and re-authorizing did not obtain it",
+                    "insufficient_scope",
+                ),
+                False,
             )
         return AuthError(f"server {self.server!r} refused the request (HTTP 403)"), False
