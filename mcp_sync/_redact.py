@@ -49,11 +49,14 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"(?i)aws_secret_access_key[\"']?\s*[:=]\s*[\"']?(?P<s>[A-Za-z0-9/+=]{20,})",
         # JSON Web Tokens: three base64url segments, the first two JSON objects.
         r"\b(?P<s>eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)",
-        # Authorization: Bearer <token> (and Basic).
-        r"(?i)\b(?:bearer|basic)\s+(?P<s>[A-Za-z0-9._~+/\-]+=*)",
-        # key=value / key: value / "key": "value" for secret-looking keys.
+        # Authorization: Bearer <token> (and Basic, and DPoP-bound tokens).
+        r"(?i)\b(?:bearer|basic|dpop)\s+(?P<s>[A-Za-z0-9._~+/\-]+=*)",
+        # key=value / key: value / "key": "value" for secret-looking keys (OAuth's
+        # codes, PKCE verifiers and assertions included).
         r"(?i)(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key|"
-        r"client[_-]?secret|auth)[\"']?\s*[:=]\s*[\"']?(?P<s>[^\s\"'&,;]+)",
+        r"client[_-]?secret|auth|verifier|assertion|\bcode)[\"']?\s*[:=]\s*[\"']?(?P<s>[^\s\"'&,;]+)",
+        # The first line of a PEM private key: the rest of the line goes too.
+        r"(?P<s>-----BEGIN [A-Z ]*PRIVATE KEY-----.*)",
     )
 )
 

@@ -33,6 +33,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from ._limits import MAX_SAFE_INTEGER
+from .auth._config import AuthConfig
 from .flows import ProjectionError, check_flow_name
 
 __all__ = [
@@ -166,6 +167,14 @@ class HttpConnectOptions(_Entry):
     bearer_token_env: NonEmpty | None = None
     """The name of the environment variable holding the bearer token. The
     token itself never appears in the file."""
+    auth: AuthConfig | None = None
+    """OAuth for the server (see :mod:`mcp_sync.auth`); built when connecting."""
+
+    def connect_kwargs(self) -> dict[str, Any]:
+        out = super().connect_kwargs()
+        if self.auth is not None:
+            out["auth"] = self.auth.build(self.server)
+        return out
 
     @field_validator("url")
     @classmethod

@@ -426,3 +426,31 @@ def fake_redirecting_server(target: str):  # type: ignore[no-untyped-def]
             thread.join(5)
 
     return run()
+
+
+# ------------------------------------------------------------------ config
+
+
+def test_config_auth_entry_builds_the_flow_when_connecting(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from mcp_sync.config import ConfigError, parse_config
+
+    entry = {
+        "server": "fake",
+        "url": f"{fake.url}/mcp",
+        "auth": {"type": "client_credentials", "clientId": "svc", "clientSecretEnv": "SVC_SECRET",
+                 "scope": "jobs", "tokenStore": str(tmp_path / "t.json")},
+    }  # fmt: skip
+    (config,) = parse_config([entry])
+    monkeypatch.delenv("SVC_SECRET", raising=False)
+    with pytest.raises(mcp_sync.ProtocolError, match="SVC_SECRET"):
+        mcp_sync.connect(config)
+    monkeypatch.setenv("SVC_SECRET", "from-the-environment")
+    with mcp_sync.connect(config) as session:
+        session.call_tool("echo", {"message": "m"})
+    assert fake.seen("/token")[-1].form["scope"] == "jobs"
+    with pytest.raises(ConfigError, match="auth"):
+        parse_config([{**entry, "auth": {"type": "client_credentials", "clientId": "svc", "clientSecret": "x"}}])
+    with pytest.raises(ConfigError, match="auth"):
+        parse_config([{**entry, "auth": {"type": "password"}}])

@@ -73,7 +73,11 @@ def test_script_login_through_the_loopback_listener(peer_url: str, tmp_path: Pat
         assert session.call_tool("echo", {"message": "via listener"}).content[0]["text"] == "via listener"
     assert len(opened) == 1 and "code_challenge_method=S256" in opened[0]
     # The next run of the script logs in with what the store kept.
-    again = auth.AuthorizationCode(client_name="script", browser=lambda url: pytest.fail("login again"), store=auth.FileTokenStore(tmp_path / "tokens.json"))
+    again = auth.AuthorizationCode(
+        client_name="script",
+        browser=lambda url: pytest.fail("logged in again"),
+        store=auth.FileTokenStore(tmp_path / "tokens.json"),
+    )
     with mcp_sync.connect_http(server="peer", url=peer_url, auth=again) as session:
         assert session.call_tool("whoami").content[0]["text"] != "anonymous"
 
