@@ -106,9 +106,11 @@ class EnterpriseManagedAuthorization(Auth):
         self.client_id = check_client_id(client_id)
         self._credential = _ClientSecretOrKey(self.client_id, client_secret, private_key, signing_algorithm)
         try:
-            self.idp_token_endpoint = check_oauth_url(idp_token_endpoint, "option idp_token_endpoint", "(auth)")
-        except AuthError as exc:
-            raise ProtocolError(exc.message.replace("server '(auth)': ", "")) from None
+            self.idp_token_endpoint = check_oauth_url(idp_token_endpoint, "idp_token_endpoint", "-")
+        except AuthError:
+            raise ProtocolError(
+                "option idp_token_endpoint must be an https URL (http only to a loopback host)"
+            ) from None
         self._id_token = source_text(id_token, "id_token")
         self.idp_client_id = None if idp_client_id is None else check_client_id(idp_client_id)
         if idp_client_secret is not None and (idp_client_id is None or not idp_client_secret):
