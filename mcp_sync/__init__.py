@@ -11,8 +11,10 @@ __version__ = "0.1.0"
 from ._catalog import CallToolResult, ServerInfo, Tool, thaw
 from ._client import connect, connect_http
 from ._errors import (
+    AuthError,
     ConnectionClosed,
     InvalidResponse,
+    LoginRequired,
     McpError,
     NotSupported,
     ProtocolError,
@@ -75,6 +77,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
     "SUPPORTED_PROTOCOL_VERSIONS",
+    "AuthError",
     "CallToolResult",
     "Completion",
     "ConnectionClosed",
@@ -87,6 +90,7 @@ __all__ = [
     "Handlers",
     "InvalidResponse",
     "Limits",
+    "LoginRequired",
     "McpError",
     "NotSupported",
     "ProgressCallback",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._errors import McpError, ProtocolError
@@ -33,7 +33,11 @@ def connect(
     inherit_env: bool | None = None,
     url: str | None = None,
     bearer_token_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    allow_insecure_http: bool | None = None,
+    auth: Any = None,
     http_client: Any = None,
+    secrets: Iterable[str] | None = None,
     protocol_version: str | None = None,
     diagnostics: Diagnostics | None = None,
     handlers: Handlers | None = None,
@@ -53,11 +57,19 @@ def connect(
     """Start (or reach) an MCP server and return a ready :class:`Session`.
 
     Give ``command`` (and ``args``) for a local server over stdio, or ``url``
-    for a remote one over Streamable HTTP. ``options`` may be a
+    for a remote one over Streamable HTTP (``auth``: an object from
+    :mod:`mcp_sync.auth`, for a server behind OAuth). ``options`` may be a
     :class:`mcp_sync.config.ConnectOptions` or ``HttpConnectOptions``; keyword
     arguments override its fields. Blocks until the handshake and the catalog
     walk are done; on any failure raises an :class:`McpError` and leaves
     nothing running.
+
+    ``headers`` are static HTTP headers, private like the bearer token.
+    Credentials (a token or headers) are refused over plain ``http:`` to a
+    host that is not loopback unless ``allow_insecure_http=True``.
+    ``secrets`` are extra values to mask in the diagnostic stderr tail
+    (the values of ``env`` always are); a config entry passes the values
+    its variables expanded to.
 
     ``handlers`` (a :class:`Handlers`) answers the server's requests
     (elicitation, sampling, roots) and declares those capabilities;
@@ -73,10 +85,21 @@ def connect(
 
 
 def connect_http(
-    *, server: str, url: str, bearer_token_env: str | None = None, **kwargs: Any
+    *,
+    server: str,
+    url: str,
+    bearer_token_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    auth: Any = None,
+    **kwargs: Any,
 ) -> Session:
-    """:func:`connect` to a Streamable HTTP server."""
-    return connect(server=server, url=url, bearer_token_env=bearer_token_env, **kwargs)
+    """:func:`connect` to a Streamable HTTP server, optionally with static
+    ``headers``, ``auth`` (see :mod:`mcp_sync.auth`) or a static token from
+    ``bearer_token_env``."""
+    return connect(
+        server=server, url=url, bearer_token_env=bearer_token_env, headers=headers, auth=auth,
+        **kwargs,
+    )
 
 
 def _connect(
@@ -89,7 +112,11 @@ def _connect(
     inherit_env: object = False,
     url: object = None,
     bearer_token_env: object = None,
+    headers: object = None,
+    allow_insecure_http: object = None,
+    auth: object = None,
     http_client: object = None,
+    secrets: object = None,
     protocol_version: object = DEFAULT_PROTOCOL_VERSION,
     diagnostics: object = None,
     handlers: object = None,
@@ -117,37 +144,83 @@ def _connect(
     if validate_output:
         require_jsonschema()
 
-    core = _Core(
-        server,
-        limits,
-        diagnostics,
-        handlers=handlers,
-        auto_refresh=auto_refresh is True,
-        validate_output=validate_output is True,
-    )
+    # What the session does besides tools: the same for every transport.
+    features: dict[str, Any] = {
+        "handlers": handlers,
+        "auto_refresh": auto_refresh is True,
+        "validate_output": validate_output is True,
+    }
     if url is not None:
-        from ._http import HttpTransport, check_http_options
+        from ._http import check_http_options
 
-        http_options = check_http_options(server, url, bearer_token_env, http_client)
-        core.transport = HttpTransport(core, limits=limits, **http_options)
-    else:
-        from ._stdio import StdioTransport, child_environment
-
-        if not isinstance(command, str) or not command:
-            raise ProtocolError("option command must be a non-empty string")
-        arg_list = _string_list(args)
-        if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
-            raise ProtocolError("option cwd must be a path")
-        child_env = child_environment(_string_map(env), inherit_env is True)
-        core.transport = StdioTransport(
-            core,
-            server=server,
-            command=command,
-            args=arg_list,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            env=child_env,
-            limits=limits,
+        http_options = check_http_options(
+            server,
+            url,
+            bearer_token_env,
+            http_client,
+            headers=headers,
+            allow_insecure_http=allow_insecure_http,
         )
+        if auth is None:
+            core = _http_core(server, limits, diagnostics, http_options, None, features)
+            return _handshake(core, protocol_version)
+        from .auth._connect import connect_with_auth
+
+        return connect_with_auth(
+            auth,
+            http_options,
+            lambda binding: _handshake(
+                _http_core(server, limits, diagnostics, http_options, binding, features),
+                protocol_version,
+                binding,
+            ),
+            limits,
+        )
+    if auth is not None:
+        raise ProtocolError("option auth applies to an HTTP server (url), not to a command")
+    if headers is not None or allow_insecure_http is not None:
+        raise ProtocolError(
+            "options headers and allow_insecure_http apply only to an HTTP server (url)"
+        )
+    from ._stdio import StdioTransport, child_environment
+
+    if not isinstance(command, str) or not command:
+        raise ProtocolError("option command must be a non-empty string")
+    arg_list = _string_list(args)
+    if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
+        raise ProtocolError("option cwd must be a path")
+    extra_env = _string_map(env)
+    child_env = child_environment(extra_env, inherit_env is True)
+    core = _Core(server, limits, diagnostics, **features)
+    core.transport = StdioTransport(
+        core,
+        server=server,
+        command=command,
+        args=arg_list,
+        cwd=os.fspath(cwd) if cwd is not None else None,
+        env=child_env,
+        limits=limits,
+        secrets=_secret_values(secrets, extra_env),
+    )
+    return _handshake(core, protocol_version)
+
+
+def _http_core(  # noqa: PLR0917
+    server: str,
+    limits: Limits,
+    diagnostics: object,
+    http_options: dict[str, Any],
+    binding: Any,
+    features: dict[str, Any],
+) -> _Core:
+    from ._http import HttpTransport
+
+    core = _Core(server, limits, diagnostics, **features)  # type: ignore[arg-type]
+    core.transport = HttpTransport(core, limits=limits, auth=binding, **http_options)
+    return core
+
+
+def _handshake(core: _Core, protocol_version: object, binding: Any = None) -> Session:
     try:
         version, info, _tools = core.handshake(str(protocol_version))
     except McpError as exc:
@@ -158,6 +231,9 @@ def _connect(
         raise
     if core.terminal is not None:
         raise core.terminal._copy()
+    if binding is not None:
+        # From now on a login that needs a person runs inside the request.
+        binding.established = True
     return Session(core, version, info)
 
 
@@ -182,3 +258,18 @@ def _string_map(value: object) -> dict[str, str] | None:
         if not isinstance(item, str) or "\0" in item:
             raise ProtocolError(f"option env has a value for {key!a} that is not a string")
     return dict(value)
+
+
+def _secret_values(secrets: object, env: Mapping[str, str] | None) -> tuple[str, ...]:
+    """Values the stderr tail masks: ``secrets`` and the values of ``env``."""
+    values: list[str] = []
+    if secrets is not None:
+        if isinstance(secrets, (str, bytes)) or not isinstance(secrets, Iterable):
+            raise ProtocolError("option secrets must be a collection of strings")
+        for item in secrets:
+            if not isinstance(item, str):
+                raise ProtocolError("option secrets must be a collection of strings")
+            values.append(item)
+    if env:
+        values.extend(env.values())
+    return tuple(values)

@@ -40,7 +40,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import urlsplit
 
-from ._errors import ConnectionClosed, McpError, ProtocolError, RemoteError
+from ._errors import ConnectionClosed, LoginRequired, McpError, ProtocolError, RemoteError, Timeout
+from ._headers import check_headers, plain_http_refused
 from ._jsonrpc import decode_line, encode
 from ._limits import Limits, seconds
 from ._redact import Redacted
@@ -70,6 +71,8 @@ LISTEN_READ_TIMEOUT = 300.0
 """The standalone stream is reopened after this many seconds without a byte."""
 MAX_SESSION_ID = 1024
 MAX_EVENT_ID = 1024
+MAX_AUTH_RETRIES = 2
+"""Times one request is sent again after its auth hook got new credentials."""
 
 _ACCEPT_BOTH = "application/json, text/event-stream"
 _ACCEPT_SSE = "text/event-stream"
@@ -95,7 +98,13 @@ def _import_httpx() -> ModuleType:
 
 
 def check_http_options(
-    server: str, url: object, bearer_token_env: object, http_client: object
+    server: str,
+    url: object,
+    bearer_token_env: object,
+    http_client: object,
+    *,
+    headers: object = None,
+    allow_insecure_http: object = None,
 ) -> dict[str, Any]:
     """Validate the HTTP options before any traffic; the keyword arguments of
     :class:`HttpTransport` (besides the session and limits)."""
@@ -129,9 +138,29 @@ def check_http_options(
                 "named by bearer_token_env holds characters a bearer token cannot contain"
             )
         token = Redacted(value)
+    extra: Redacted[dict[str, str]] | None = None
+    if headers is not None:
+        try:
+            extra = Redacted(check_headers(headers, has_token=token is not None))
+        except ValueError as exc:
+            raise ProtocolError(f"server {server!r}: option headers {exc}") from None
+    if allow_insecure_http is not None and not isinstance(allow_insecure_http, bool):
+        raise ProtocolError("option allow_insecure_http must be a bool")
+    if plain_http_refused(
+        url, sends_credentials=token is not None or bool(extra and extra.reveal()),
+        allowed=allow_insecure_http is True,
+    ):
+        raise ProtocolError(
+            f"server {server!r}: refusing to send a bearer token or headers over plain http:// "
+            "to a host that is not loopback; use https:, or pass allow_insecure_http=True "
+            "to send them unencrypted"
+        )
     if http_client is not None and not isinstance(http_client, httpx.Client):
         raise ProtocolError("option http_client must be an httpx.Client (not an AsyncClient)")
-    return {"server": server, "url": url, "token": token, "http_client": http_client}
+    return {
+        "server": server, "url": url, "token": token, "http_client": http_client,
+        "headers": extra,
+    }
 
 
 def _valid_url(url: str) -> bool:
@@ -300,6 +329,21 @@ class _Sink(Protocol):
     def transport_closed(self, stderr_tail: str) -> None: ...
 
 
+class _AuthHook(Protocol):
+    """What the transport needs from an auth object's binding
+    (``mcp_sync.auth._grant.Binding``): credentials for each request, and a
+    decision when the server refuses them."""
+
+    def attach(self, client: httpx.Client, stopping: threading.Event) -> None: ...
+    def headers(self, method: str, url: str, body: bytes | None, deadline: float) -> dict[str, str]: ...
+    def current(self, method: str, url: str) -> dict[str, str]: ...
+    def observe(self, status: int, headers: httpx.Headers) -> None: ...
+    def refused(
+        self, status: int, headers: httpx.Headers, sent: dict[str, str], deadline: float
+    ) -> bool: ...
+    def failure(self, status: int) -> tuple[McpError, bool]: ...
+
+
 class _Failure(Exception):
     """Raised inside a worker: ``error`` ends the session (``terminal``) or
     fails only the request being sent."""
@@ -332,6 +376,8 @@ class HttpTransport:
         url: str,
         token: Redacted[str] | None,
         http_client: httpx.Client | None,
+        headers: Redacted[dict[str, str]] | None = None,
+        auth: _AuthHook | None = None,
     ) -> None:
         self._httpx = hx = _import_httpx()
         self._sink = sink
@@ -339,6 +385,8 @@ class HttpTransport:
         self._server = server
         self._url = url
         self._token = token
+        # Static headers (connect(headers=...)): private like the token.
+        self._extra_headers = headers
         self._owns_client = http_client is None
         if http_client is None:
             # trust_env: HTTP(S)_PROXY, NO_PROXY, SSL_CERT_FILE... apply as usual.
@@ -352,6 +400,7 @@ class HttpTransport:
                 ),
             )
         self._client: httpx.Client = http_client
+        self._auth = auth
         self._queue: queue.Queue[object] = queue.Queue(maxsize=limits.queue_capacity)
         self._lock = threading.Lock()
         self._workers: set[threading.Thread] = set()
@@ -374,6 +423,8 @@ class HttpTransport:
         self._shutdown_lock = threading.Lock()
         self._shutdown_done = threading.Event()
         self._shut_down = False
+        if auth is not None:
+            auth.attach(http_client, self._stopping)
 
     def __repr__(self) -> str:
         return f"<HttpTransport server={self._server!r}>"
@@ -565,7 +616,7 @@ class HttpTransport:
         if status == 200:
             return
         if status in (401, 403):
-            raise _Failure(self._auth_refused(status), True)
+            raise self._refusal(status)
         stale = response.request.headers.get("Mcp-Session-Id")
         if status == 404 and allow_renew and stale is not None:
             raise _SessionLost(stale)
@@ -579,6 +630,15 @@ class HttpTransport:
             )
         # Any other status fails this request only; the body is never read.
         raise _Failure(self._status_error(status, frame), False)
+
+    def _refusal(self, status: int) -> _Failure:
+        """The failure for a 401/403 that new credentials did not fix."""
+        if self._auth is not None:
+            error, terminal = self._auth.failure(status)
+            if terminal:
+                self._skip_delete = True
+            return _Failure(error, terminal)
+        return _Failure(self._auth_refused(status), True)
 
     def _auth_refused(self, status: int) -> ConnectionClosed:
         self._skip_delete = True
@@ -654,7 +714,7 @@ class HttpTransport:
             with self._open("GET", None, deadline, headers) as response:
                 status = response.status_code
                 if status in (401, 403):
-                    raise _Failure(self._auth_refused(status), True)
+                    raise self._refusal(status)
                 if status != 200 or _content_type(response) != "text/event-stream":
                     raise _Failure(
                         ConnectionClosed(
@@ -739,6 +799,12 @@ class HttpTransport:
                 status = response.status_code
         except _Stopped:
             return True
+        except _Failure as refused:
+            if refused.terminal:
+                self._sink.terminate(refused.error)
+            if strict:
+                raise refused.error._copy() from None
+            return True
         except Exception as exc:  # httpx errors, and whatever an event hook raises
             if isinstance(exc, self._httpx.TimeoutException):
                 return not strict
@@ -751,10 +817,11 @@ class HttpTransport:
         if status in (200, 202, 204):
             return True
         if status in (401, 403):
-            error = self._auth_refused(status)
-            self._sink.terminate(error)
+            failure = self._refusal(status)
+            if failure.terminal:
+                self._sink.terminate(failure.error)
             if strict:
-                raise error._copy()
+                raise failure.error._copy()
             return True
         if strict:
             raise self._status_error(status, frame)
@@ -764,6 +831,8 @@ class HttpTransport:
 
     def _headers(self, accept: str, *, session: bool = True) -> dict[str, str]:
         headers = {"Accept": accept, "Accept-Encoding": "identity"}
+        if self._extra_headers is not None:
+            headers.update(self._extra_headers.reveal())
         if self._token is not None:
             headers["Authorization"] = "Bearer " + self._token.reveal()
         if session:
@@ -848,7 +917,7 @@ class HttpTransport:
         headers = self._headers(_ACCEPT_BOTH, session=False)
         with self._open("POST", frame, deadline, headers) as response:
             if response.status_code in (401, 403):
-                raise _Failure(self._auth_refused(response.status_code), True)
+                raise self._refusal(response.status_code)
             if response.status_code != 200:
                 raise _Failure(lost, True)
             self._adopt_session_id(response)
@@ -913,20 +982,59 @@ class HttpTransport:
                 self._track(info.get("return_value"), sockets)
 
         try:
-            with self._client.stream(
-                method,
-                self._url,
-                content=content,
-                headers=headers,
-                timeout=hx.Timeout(min(remaining, threading.TIMEOUT_MAX)),
-                extensions={"trace": trace},
-            ) as response:
-                # A reused connection reports no connect event, only this.
-                self._track(response.extensions.get("network_stream"), sockets)
-                yield response
+            attempts = 0
+            while True:
+                sent = headers
+                if self._auth is not None:
+                    sent = {**headers, **self._credentials(method, content, deadline)}
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise hx.TimeoutException("deadline passed before sending")
+                with self._client.stream(
+                    method,
+                    self._url,
+                    content=content,
+                    headers=sent,
+                    timeout=hx.Timeout(min(remaining, threading.TIMEOUT_MAX)),
+                    extensions={"trace": trace},
+                ) as response:
+                    # A reused connection reports no connect event, only this.
+                    self._track(response.extensions.get("network_stream"), sockets)
+                    if self._auth is not None:
+                        self._auth.observe(response.status_code, response.headers)
+                        if response.status_code in (401, 403) and attempts < MAX_AUTH_RETRIES:
+                            attempts += 1
+                            response.close()
+                            if self._reauthorize(response, sent, deadline):
+                                continue
+                    yield response
+                    return
         finally:
             with self._lock:
                 self._inflight.pop(key, None)
+
+    def _credentials(self, method: str, content: bytes | None, deadline: float) -> dict[str, str]:
+        assert self._auth is not None
+        try:
+            return self._auth.headers(method, self._url, content, deadline)
+        except Timeout:
+            raise self._httpx.TimeoutException("authorization missed the deadline") from None
+        except McpError as exc:
+            raise _Failure(exc, True) from None
+
+    def _reauthorize(self, response: httpx.Response, sent: dict[str, str], deadline: float) -> bool:
+        """Ask the auth hook for new credentials after a 401/403; True: retry."""
+        assert self._auth is not None
+        status = response.status_code
+        try:
+            return self._auth.refused(status, response.headers, sent, deadline)
+        except Timeout:
+            raise self._httpx.TimeoutException("authorization missed the deadline") from None
+        except McpError as exc:
+            if status == 401 or isinstance(exc, LoginRequired):
+                self._skip_delete = True
+                raise _Failure(exc, True) from None
+            raise _Failure(exc, False) from None
 
     def _track(self, stream: object, sockets: list[socket.socket]) -> None:
         get_extra_info = getattr(stream, "get_extra_info", None)
@@ -1074,8 +1182,13 @@ class HttpTransport:
         if session_id is None or self._skip_delete:
             return
         headers = {"Accept-Encoding": "identity", "Mcp-Session-Id": session_id}
+        if self._extra_headers is not None:
+            headers.update(self._extra_headers.reveal())
         if self._token is not None:
             headers["Authorization"] = "Bearer " + self._token.reveal()
+        if self._auth is not None:
+            with contextlib.suppress(Exception):
+                headers.update(self._auth.current("DELETE", self._url))
         version = self._sink.protocol_version
         if version is not None:
             headers["MCP-Protocol-Version"] = version

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
+from conformance_auth import auth_for
+
 import mcp_sync
 
 CONNECT_TIMEOUT_MS = 10_000
@@ -30,6 +32,7 @@ def run(scenario: str, url: str) -> None:
             server="conformance",
             url=url,
             handshake_timeout_ms=CONNECT_TIMEOUT_MS,
+            auth=auth_for(scenario),
             handlers=_handlers(scenario),
         )
     except mcp_sync.ProtocolError as exc:
@@ -55,9 +58,12 @@ def run(scenario: str, url: str) -> None:
             result = session.call_tool("test_client_elicitation_defaults", {}, timeout_ms=CALL_TIMEOUT_MS)
             if result.is_error:
                 raise SystemExit("test_client_elicitation_defaults reported an error")
+        elif scenario.startswith("auth/"):
+            # Connecting authorized and listed the tools; a call exercises
+            # what only tools/call may need (a scope step-up).
+            if any(tool.name == "test-tool" for tool in session.tools):
+                session.call_tool("test-tool", {}, timeout_ms=CALL_TIMEOUT_MS)
         else:
-            # Anything else (the auth/ scenarios): whatever connecting did is all
-            # this client can do.
             for tool in session.tools:
                 print(tool.name)
 

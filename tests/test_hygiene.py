@@ -92,3 +92,132 @@ def test_every_kind_has_its_own_class() -> None:
                mcp_sync.RemoteError]
     assert len({c.kind for c in classes}) == 7
     assert all(issubclass(c, mcp_sync.McpError) and c.__doc__ for c in classes)
+
+
+def test_expanded_config_values_stay_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Values a config's variables expand to (SPEC §10.3): never in a message,
+    a repr, a log record or the command's output; masked in the stderr tail."""
+    import json
+    import logging
+    import subprocess
+    import sys
+
+    from mcp_sync.config import ConfigError, parse_config
+
+    secret, header = "sk-expanded-0123456789abcdef", "hdr-expanded-98765fedcba"
+    monkeypatch.setenv("HYGIENE_KEY", secret)
+    monkeypatch.setenv("HYGIENE_HEADER", header)
+    command, *args = server_command("--stderr", "argv: ${HYGIENE_KEY}", "--misbehave")
+    document = {
+        "mcpServers": {
+            "local": {"command": command, "args": args, "env": {"TOKEN": "${HYGIENE_KEY}"}},
+            "remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": "${HYGIENE_HEADER}"}},
+        }
+    }
+    caplog.set_level(logging.DEBUG)
+    local, remote = parse_config(document)
+    texts = [repr(local), str(local), repr(remote), str(remote)]
+    errors: list[BaseException] = []
+    events: list[mcp_sync.DiagnosticEvent] = []
+    with mcp_sync.connect(local, diagnostics=events.append) as session:
+        for action in (
+            lambda: session.call_tool("hang", timeout_ms=100),
+            lambda: session.call_tool("echo", {"message": float("nan")}),
+            lambda: session.call_tool("crash", {"code": 9}),
+        ):
+            try:
+                action()
+            except mcp_sync.McpError as exc:
+                errors.append(exc)
+    for bad in (remote, local):
+        try:
+            mcp_sync.connect(bad, handshake_timeout_ms=2000, max_tools=1)
+        except mcp_sync.McpError as exc:
+            errors.append(exc)
+    broken = json.loads(json.dumps(document))
+    broken["mcpServers"]["local"]["maxTools"] = 0
+    try:
+        parse_config(broken)
+    except ConfigError as exc:
+        errors.append(exc)
+    assert {getattr(e, "kind", "config") for e in errors} >= {
+        "timeout", "protocol_error", "connection_closed", "invalid_response", "config"
+    }
+    tails = [str(e.detail.reveal()) for e in events]
+    assert any("argv: [REDACTED]" in tail for tail in tails), tails
+    config_file = tmp_path / ".mcp.json"
+    config_file.write_text(json.dumps(broken))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_sync", "--mcp-config", str(config_file), "tools"],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    logged = [record.getMessage() for record in caplog.records]
+    everything = texts + tails + logged + [done.stdout, done.stderr]
+    everything += [text for e in errors for text in (str(e), repr(e))]
+    for private in (secret, header):
+        for text in everything:
+            assert private not in text
+
+
+def test_no_auth_secret_in_any_message_repr_or_log(caplog: pytest.LogCaptureFixture) -> None:
+    """Tokens, codes, verifiers, client secrets and private keys (issue 16):
+    every failure mode of the auth flows, with their objects' reprs, and
+    whatever the library logs meanwhile."""
+    import logging
+
+    from joserfc.jwk import ECKey
+    from oauth_fake import SECRET_DESCRIPTION, fake_oauth_server, stand_in_browser
+
+    from mcp_sync import auth
+
+    caplog.set_level(logging.DEBUG)
+    client_secret = "client-secret-value-0123456789"
+    private_key = ECKey.generate_key("P-256").as_pem(private=True).decode()
+    key_body = private_key.splitlines()[1]
+    errors: list[mcp_sync.McpError] = []
+    objects: list[object] = []
+    with fake_oauth_server() as fake:
+        url = f"{fake.url}/mcp"
+
+        def attempt(flow: object, **kwargs: object) -> None:
+            objects.append(flow)
+            try:
+                with mcp_sync.connect_http(server="s", url=url, auth=flow, **kwargs) as session:  # type: ignore[arg-type]
+                    objects.append(session)
+                    session.call_tool("echo", {"message": "m"})
+                    fake.insufficient_scope_for_call = "never"
+                    session.call_tool("echo", {"message": "m"})
+            except mcp_sync.McpError as exc:
+                errors.append(exc)
+
+        code_flow = auth.AuthorizationCode(redirect_handler=stand_in_browser(fake))
+        attempt(code_flow)
+        fake.insufficient_scope_for_call = None
+        attempt(auth.ClientCredentials("svc", client_secret=client_secret))
+        attempt(auth.ClientCredentials("svc", private_key=private_key))
+        fake.token_status = 400  # every token request refused, with a description
+        attempt(auth.ClientCredentials("svc", client_secret=client_secret))
+        fake.token_status = 200
+        fake.redirect_extra = {"state": "forged"}
+        attempt(auth.AuthorizationCode(redirect_handler=stand_in_browser(fake)))
+        fake.redirect_extra = {}
+        attempt(lambda: "provider-token-not-accepted")
+        secrets = [client_secret, key_body, SECRET_DESCRIPTION, "provider-token-not-accepted"]
+        secrets += list(fake.tokens) + list(fake.refresh_tokens)
+        secrets += [r.form.get("code_verifier", "") for r in fake.seen("/token")]
+        secrets += [r.form.get("code", "") for r in fake.seen("/token")]
+        grant = code_flow._grant(url)
+        objects += [grant, grant.token, grant.client, grant.dpop]
+    secrets = [s for s in secrets if s]
+    assert {e.kind for e in errors} == {"auth_failed"}
+    texts = [str(e) for e in errors] + [repr(e) for e in errors] + [repr(o) for o in objects]
+    # The library's own records and httpx's request lines (httpcore's traces also
+    # show this test's stand-in browser following the redirect that carries the code).
+    texts += [r.getMessage() for r in caplog.records if r.name.startswith("mcp_sync") or r.name == "httpx"]
+    for text in texts:
+        for secret in secrets:
+            assert secret not in text, text
