@@ -46,6 +46,7 @@ from ._jsonrpc import decode_line, encode
 from ._limits import Limits, seconds
 from ._redact import Redacted
 from ._session import initialize_params
+from ._watchdog import DeadlineWatch
 
 if TYPE_CHECKING:
     import httpx
@@ -414,6 +415,8 @@ class HttpTransport:
         self._inflight_keys = 0
         self._own_sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
         self._stopping = threading.Event()
+        # Ends any exchange still reading when its deadline passes.
+        self._watch = DeadlineWatch(f"mcp_sync-{server}-http-deadline", _wake)
         self._skip_delete = False
         self._shutdown_lock = threading.Lock()
         self._shutdown_done = threading.Event()
@@ -578,7 +581,7 @@ class HttpTransport:
             self._adopt_session_id(response)
             kind = _content_type(response)
             if kind == "application/json":
-                self._sink.receive(self._read_body(response))
+                self._sink.receive(self._read_body(response, deadline))
                 if self._sink.waiting(request_id) and self._sink.terminal is None:
                     raise _Failure(
                         ProtocolError(
@@ -728,8 +731,9 @@ class HttpTransport:
                 if self._read_events(response, parser, request_id, deadline):
                     return
 
-    def _read_body(self, response: httpx.Response) -> bytes:
-        """The whole body, refused at ``max_frame_bytes`` without holding more."""
+    def _read_body(self, response: httpx.Response, deadline: float) -> bytes:
+        """The whole body, refused at ``max_frame_bytes`` without holding more,
+        read by ``deadline`` (the watchdog ends a read that would go past it)."""
         limit = self._limits.max_frame_bytes
         self._check_encoding(response)
         length = response.headers.get("content-length")
@@ -750,6 +754,8 @@ class HttpTransport:
         except self._httpx.TransportError as exc:
             if self._stopping.is_set():
                 raise _Stopped from None
+            if time.monotonic() >= deadline:
+                raise self._httpx.ReadTimeout("the deadline passed") from None
             raise _Failure(
                 ConnectionClosed(
                     f"the HTTP connection to server {self._server!r} broke during a "
@@ -918,7 +924,7 @@ class HttpTransport:
             self._adopt_session_id(response)
             kind = _content_type(response)
             if kind == "application/json":
-                frames: Iterator[bytes] = iter([self._read_body(response)])
+                frames: Iterator[bytes] = iter([self._read_body(response, deadline)])
             elif kind == "text/event-stream":
                 self._check_encoding(response)
                 frames = self._iter_events(response)
@@ -969,6 +975,7 @@ class HttpTransport:
             self._inflight_keys += 1
             key = self._inflight_keys
             self._inflight[key] = sockets
+        watched = self._watch.add(deadline, sockets)
 
         def trace(event: str, info: dict[str, Any]) -> None:
             # httpcore reports each new connection's stream ("...connect_tcp.complete",
@@ -1004,7 +1011,14 @@ class HttpTransport:
                                 continue
                     yield response
                     return
+        except hx.TransportError as exc:
+            # The watchdog shut the socket down at the deadline: a timeout,
+            # not a broken connection.
+            if isinstance(exc, hx.TimeoutException) or time.monotonic() < deadline:
+                raise
+            raise hx.ReadTimeout("the deadline passed") from None
         finally:
+            self._watch.remove(watched)
             with self._lock:
                 self._inflight.pop(key, None)
 
@@ -1082,6 +1096,7 @@ class HttpTransport:
         for sock in sockets:
             _wake(sock)
         self._stop_workers()
+        self._watch.close()
         self._delete_session()
         deadline = time.monotonic() + THREAD_JOIN
         current = threading.current_thread()
