@@ -46,6 +46,7 @@ from ._jsonrpc import decode_line, encode
 from ._limits import Limits, seconds
 from ._redact import Redacted
 from ._session import initialize_params
+from ._watchdog import DeadlineWatch
 
 if TYPE_CHECKING:
     import httpx
@@ -419,6 +420,8 @@ class HttpTransport:
         self._own_sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
         self._stopping = threading.Event()
         self._listener: threading.Thread | None = None
+        # Ends any exchange still reading when its deadline passes.
+        self._watch = DeadlineWatch(f"mcp_sync-{server}-http-deadline", _wake)
         self._skip_delete = False
         self._shutdown_lock = threading.Lock()
         self._shutdown_done = threading.Event()
@@ -583,7 +586,7 @@ class HttpTransport:
             self._adopt_session_id(response)
             kind = _content_type(response)
             if kind == "application/json":
-                self._sink.receive(self._read_body(response))
+                self._sink.receive(self._read_body(response, deadline))
                 if self._sink.waiting(request_id) and self._sink.terminal is None:
                     raise _Failure(
                         ProtocolError(
@@ -685,9 +688,15 @@ class HttpTransport:
         except self._httpx.TimeoutException:
             raise
         except self._httpx.TransportError:
-            # The stream broke: like a clean end, it may be resumed.
+            # The stream broke: like a clean end, it may be resumed -- unless
+            # the watchdog ended it at the deadline.
             if self._stopping.is_set():
                 raise _Stopped from None
+            if time.monotonic() >= deadline:
+                raise self._httpx.ReadTimeout("the deadline passed") from None
+        if time.monotonic() >= deadline:
+            # A shut-down socket may also read as a clean end of the stream.
+            raise self._httpx.ReadTimeout("the deadline passed")
         return not sink.waiting(request_id)
 
     def _resume(self, parser: SseParser, request_id: int, frame: bytes, deadline: float) -> None:
@@ -733,8 +742,9 @@ class HttpTransport:
                 if self._read_events(response, parser, request_id, deadline):
                     return
 
-    def _read_body(self, response: httpx.Response) -> bytes:
-        """The whole body, refused at ``max_frame_bytes`` without holding more."""
+    def _read_body(self, response: httpx.Response, deadline: float) -> bytes:
+        """The whole body, refused at ``max_frame_bytes`` without holding more,
+        read by ``deadline`` (the watchdog ends a read that would go past it)."""
         limit = self._limits.max_frame_bytes
         self._check_encoding(response)
         length = response.headers.get("content-length")
@@ -755,6 +765,8 @@ class HttpTransport:
         except self._httpx.TransportError as exc:
             if self._stopping.is_set():
                 raise _Stopped from None
+            if time.monotonic() >= deadline:
+                raise self._httpx.ReadTimeout("the deadline passed") from None
             raise _Failure(
                 ConnectionClosed(
                     f"the HTTP connection to server {self._server!r} broke during a "
@@ -762,6 +774,9 @@ class HttpTransport:
                 ),
                 True,
             ) from None
+        if time.monotonic() >= deadline:
+            # A shut-down socket may also read as a clean (short) end.
+            raise self._httpx.ReadTimeout("the deadline passed")
         return b"".join(parts)
 
     def _body_too_long(self, limit: int) -> _Failure:
@@ -923,7 +938,7 @@ class HttpTransport:
             self._adopt_session_id(response)
             kind = _content_type(response)
             if kind == "application/json":
-                frames: Iterator[bytes] = iter([self._read_body(response)])
+                frames: Iterator[bytes] = iter([self._read_body(response, deadline)])
             elif kind == "text/event-stream":
                 self._check_encoding(response)
                 frames = self._iter_events(response)
@@ -974,6 +989,7 @@ class HttpTransport:
             self._inflight_keys += 1
             key = self._inflight_keys
             self._inflight[key] = sockets
+        watched = self._watch.add(deadline, sockets)
 
         def trace(event: str, info: dict[str, Any]) -> None:
             # httpcore reports each new connection's stream ("...connect_tcp.complete",
@@ -1009,7 +1025,14 @@ class HttpTransport:
                                 continue
                     yield response
                     return
+        except hx.TransportError as exc:
+            # The watchdog shut the socket down at the deadline: a timeout,
+            # not a broken connection.
+            if isinstance(exc, hx.TimeoutException) or time.monotonic() < deadline:
+                raise
+            raise hx.ReadTimeout("the deadline passed") from None
         finally:
+            self._watch.remove(watched)
             with self._lock:
                 self._inflight.pop(key, None)
 
@@ -1143,6 +1166,7 @@ class HttpTransport:
         for sock in sockets:
             _wake(sock)
         self._stop_workers()
+        self._watch.close()
         self._delete_session()
         deadline = time.monotonic() + THREAD_JOIN
         current = threading.current_thread()
