@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import _log
 from ._errors import McpError, ProtocolError
 from ._limits import Limits
 from ._redact import Diagnostics
@@ -57,7 +59,12 @@ def connect(
     given: dict[str, Any] = {k: v for k, v in locals().items() if k != "options"}
     merged: dict[str, Any] = dict(options.connect_kwargs()) if options is not None else {}
     merged.update({k: v for k, v in given.items() if v is not None})
-    return _connect(**merged)
+    started = time.monotonic()
+    try:
+        return _connect(started, **merged)
+    except McpError as exc:
+        _log.connect_failed(merged.get("server"), exc, started)
+        raise
 
 
 def connect_http(
@@ -68,6 +75,8 @@ def connect_http(
 
 
 def _connect(
+    started: float,
+    /,
     *,
     server: object = None,
     command: object = None,
@@ -129,6 +138,7 @@ def _connect(
         raise
     if core.terminal is not None:
         raise core.terminal._copy()
+    _log.connected(core, "http" if url is not None else "stdio", version, len(tools), started)
     return Session(core, version, info, tools)
 
 

@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from . import _log
 from ._catalog import CallToolResult, CatalogWalk, ServerInfo, Tool, parse_call_result
 from ._errors import (
     ConnectionClosed,
@@ -26,6 +27,7 @@ from ._errors import (
     Timeout,
     ToolNotFound,
 )
+from ._health import probe
 from ._jsonrpc import check_arguments, decode_line, encode
 from ._limits import Limits, check_limit, seconds
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
@@ -159,6 +161,7 @@ class _Core:
         # The negotiated version, once initialize's result passed its checks
         # (the HTTP transport sends it as MCP-Protocol-Version).
         self.protocol_version: str | None = None
+        self.ended_at = 0.0  # time.monotonic() of the terminal transition
         _cores.add(self)
 
     def disown(self) -> None:
@@ -189,6 +192,7 @@ class _Core:
                 self._terminal = error
                 pending, self._pending = self._pending, {}
         if first:
+            self.ended_at = _log.ended(self, error)
             for entry in pending.values():
                 entry.set_exception(error._copy())
         if self.transport is not None:
@@ -213,6 +217,7 @@ class _Core:
         """Called once by the transport when its teardown is complete."""
         if stderr_tail and self.failed():
             self.emit("stderr", stderr_tail)
+        _log.torn_down(self, self.ended_at)
 
     # ----------------------------------------------------------- writing
 
@@ -301,7 +306,7 @@ class _Core:
             except ProtocolError:
                 return True
             # Best effort: a full queue drops it rather than making us late.
-            self.transport.send_nowait(frame)
+            _log.cancelled(self.server, request_id, self.transport.send_nowait(frame))
         return True
 
     def notify(self, method: str, timeout: float) -> None:
@@ -441,7 +446,11 @@ class _Core:
     # ----------------------------------------------------------- calling
 
     def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None, timeout_ms: int | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        timeout_ms: int | None,
+        traceparent: str | None = None,
     ) -> CallToolResult:
         terminal = self._terminal
         if terminal is not None:
@@ -456,9 +465,12 @@ class _Core:
             option = "timeout_ms"
         args: Any = {} if arguments is None else arguments
         check_arguments(args, self.limits.max_outbound_frame_bytes)
+        params: dict[str, Any] = {"name": name, "arguments": args}
+        if traceparent is not None:  # W3C trace context, in the request's _meta
+            params["_meta"] = {"traceparent": _log.check_traceparent(traceparent)}
         result = self.request(
             "tools/call",
-            {"name": name, "arguments": args},
+            params,
             seconds(timeout_ms),
             # Built only for a timeout's message: most calls never need it.
             lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
@@ -535,15 +547,28 @@ class Session:
         arguments: Mapping[str, Any] | None = None,
         *,
         timeout_ms: int | None = None,
+        traceparent: str | None = None,
     ) -> CallToolResult:
         """Call one tool and block for its result.
 
         ``arguments`` must be a dict with str keys (``None`` sends ``{}``).
         ``timeout_ms`` overrides ``request_timeout_ms`` for this call. A result
         with ``is_error=True`` is the tool reporting its own failure; a failure
-        of the session raises a :class:`McpError`.
+        of the session raises a :class:`McpError`. ``traceparent``, a W3C
+        trace context value, is sent in the request's ``_meta``.
         """
-        return self._core.call_tool(name, arguments, timeout_ms)
+        if _log.CALLS.isEnabledFor(_log.DEBUG):
+            return _log.logged_call(self._core, name, arguments, timeout_ms, traceparent)
+        return self._core.call_tool(name, arguments, timeout_ms, traceparent)
+
+    def ping(self, *, timeout_ms: int | None = None) -> None:
+        """Check that the server answers, within ``timeout_ms`` (default
+        ``request_timeout_ms``): ``ping`` in the handshake era, its cheap
+        equivalent where the era has no ``ping``. Raises :class:`Timeout` if it
+        does not answer in time, :class:`RemoteError` if it answers with an
+        error (it is alive, but does not implement the probe).
+        """
+        probe(self._core, timeout_ms)
 
     def close(self) -> None:
         """End the session and tear the server down. Idempotent, thread-safe."""

@@ -1,0 +1,39 @@
+"""The cheapest request that proves a server still answers.
+
+In the handshake era that is ``ping`` (a request every peer must answer with
+an empty result). The 2026-07-28 revision has no ``ping``: there the probe is
+``server/discover``, which every server of that era must answer and which
+changes nothing on the server.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._limits import check_limit, seconds
+
+if TYPE_CHECKING:
+    from ._session import _Core
+
+__all__ = ["probe"]
+
+
+def probe(core: _Core, timeout_ms: int | None) -> None:
+    """Send the era's probe and block for its answer, at most ``timeout_ms``."""
+    if timeout_ms is None:
+        timeout_ms = core.limits.request_timeout_ms
+        option = "request_timeout_ms"
+    else:
+        timeout_ms = check_limit("timeout_ms", timeout_ms)
+        option = "timeout_ms"
+    terminal = core.terminal
+    if terminal is not None:
+        raise terminal._copy()
+    core.request(
+        "ping",
+        {},
+        seconds(timeout_ms),
+        lambda: f"ping of server {core.server!r} ({option}={timeout_ms})",
+        # A probe has no effect on the server: nothing to cancel.
+        cancellable=False,
+    )
