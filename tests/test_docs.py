@@ -9,6 +9,9 @@
   file=tests/conftest.py, ```json file=servers.json) is not run but written
   to PATH under the working directory, once the blocks before it have run.
   Tracebacks point at the Markdown file and its real line numbers.
+- A block with ``runs-in=NAME`` (```python runs-in=jupyter) is not run here but
+  by the test that runs that environment (RUNS_IN: a Jupyter kernel for the
+  notebook cells); an unknown NAME fails.
 - Every relative link between pages resolves to a file that exists, and a
   ``#fragment`` to a heading (or ``id=`` anchor) in the target page.
 - docs/index.md and README.md link to every page under docs/; docs/api.md
@@ -43,6 +46,8 @@ PAGE_TIMEOUT = 120.0
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _RUNNABLE = {"python", "py", "python3"}
 _SKIP_FLAG = "no-run"
+# Blocks run elsewhere, and the test file that runs them.
+RUNS_IN = {"jupyter": "tests/test_frameworks_jupyter.py"}
 
 
 @dataclass(frozen=True)
@@ -61,8 +66,21 @@ class Block:
         return None
 
     @property
+    def runs_in(self) -> str | None:
+        """The NAME of a ``runs-in=NAME`` flag: another test runs the block."""
+        for flag in self.flags:
+            if flag.startswith("runs-in="):
+                return flag.removeprefix("runs-in=")
+        return None
+
+    @property
     def runs(self) -> bool:
-        return self.language in _RUNNABLE and _SKIP_FLAG not in self.flags and self.file is None
+        return (
+            self.language in _RUNNABLE
+            and _SKIP_FLAG not in self.flags
+            and self.file is None
+            and self.runs_in is None
+        )
 
     @property
     def used(self) -> bool:
@@ -192,6 +210,14 @@ def test_python_blocks_run(page: Path, tmp_path: Path) -> None:
             f"--- stdout ---\n{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-8000:]}",
             pytrace=False,
         )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_blocks_run_elsewhere_have_a_runner(page: Path) -> None:
+    for block in fenced_blocks(page.read_text(encoding="utf-8")):
+        if block.runs_in is not None:
+            assert block.runs_in in RUNS_IN, f"line {block.line}: no test runs runs-in={block.runs_in}"
+            assert (REPO / RUNS_IN[block.runs_in]).exists()
 
 
 # ---------------------------------------------------------------- links
@@ -325,6 +351,7 @@ _ERROR_CLASSES = {
     "Timeout",
     "ToolNotFound",
     "RemoteError",
+    "ServerUnavailable",
     "_NumberRefused",
 }
 
