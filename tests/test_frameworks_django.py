@@ -13,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from frameworks import (
     environment,
     gunicorn,
@@ -30,9 +29,6 @@ from frameworks import (
     workers_of,
 )
 from support import methods
-
-pytest.importorskip("django")
-pytest.importorskip("gunicorn")
 
 
 def manage(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -31,9 +31,6 @@ from frameworks import (
     workers_of,
 )
 
-pytest.importorskip("flask")
-pytest.importorskip("gunicorn")
-
 
 def check_answers(answers: list[Answer]) -> None:
     for answer in answers:
