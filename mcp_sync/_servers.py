@@ -85,14 +85,15 @@ class RespawnPolicy:
     nothing is started. A session that stayed up ``stable_after_ms`` clears
     the count.
 
-    With the defaults a server that dies at once is started at 0 s, again at
-    once, then at about 1, 3, 7, 15, 31 and 63 s, then once a minute.
+    With the defaults a server that dies at once is started three times in a
+    row, then about 1, 3, 7, 15, 31 and 63 s later, then once a minute (8
+    starts in the first minute, 1 a minute after that).
     """
 
-    immediate: int = 1
+    immediate: int = 2
     first_delay_ms: int = 1_000
     max_delay_ms: int = 60_000
-    stable_after_ms: int = 30_000
+    stable_after_ms: int = 10_000
 
     def __post_init__(self) -> None:
         if type(self.immediate) is not int or self.immediate < 0:
@@ -470,6 +471,10 @@ def _health_loop(ref: weakref.ref[Servers], stop: threading.Event, interval: flo
             return
         try:
             servers._check_health()
+        except Exception as exc:  # a bug must not end the checks for good
+            _log.servers_event(
+                logging.ERROR, "health", "", "the health check failed: %s", type(exc).__name__, cause=exc
+            )
         finally:
             del servers
 

@@ -116,7 +116,7 @@ def _servers_failures(tmp_path: Path, errors: list[mcp_sync.McpError]) -> None:
 
     command, *args = server_command("--stderr", STDERR_TEXT, "--misbehave")
     options = ConnectOptions(server="s", command=command, args=args, env={"SECRET": SECRET_ENV})
-    with mcp_sync.Servers(options, respawn=mcp_sync.RespawnPolicy(first_delay_ms=600_000)) as servers:
+    with mcp_sync.Servers(options, respawn=mcp_sync.RespawnPolicy(immediate=1, first_delay_ms=600_000)) as servers:
         for _ in range(3):
             try:
                 servers.call_tool("s", "crash", {RAW_MARKER: SECRET_ENV},

@@ -115,7 +115,7 @@ def test_servers_records_respawn_and_back_off(collect: Collect) -> None:
     command, *args = server_command("--misbehave")
     with mcp_sync.Servers(
         ConnectOptions(server="fake", command=command, args=args),
-        respawn=mcp_sync.RespawnPolicy(first_delay_ms=600_000),
+        respawn=mcp_sync.RespawnPolicy(immediate=1, first_delay_ms=600_000),
     ) as servers:
         for _ in range(2):
             with pytest.raises(mcp_sync.ConnectionClosed):

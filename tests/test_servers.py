@@ -22,7 +22,7 @@ from mcp_sync.config import ConfigError, ConnectOptions
 from mcp_sync.testing import server_command
 
 # Fail-fast tests hold the next attempt back far longer than any test runs.
-NEVER = mcp_sync.RespawnPolicy(first_delay_ms=600_000, max_delay_ms=600_000)
+NEVER = mcp_sync.RespawnPolicy(immediate=1, first_delay_ms=600_000, max_delay_ms=600_000)
 
 
 def fake(*options: str, server: str = "fake", **fields: object) -> ConnectOptions:
@@ -203,7 +203,7 @@ def test_a_crash_loop_fails_fast_with_a_clear_error(tmp_path: Path, make: Callab
 def test_the_back_off_grows_and_a_later_attempt_goes_through(make: Callable[..., mcp_sync.Servers]) -> None:
     policy = mcp_sync.RespawnPolicy(immediate=0, first_delay_ms=50, max_delay_ms=200, stable_after_ms=600_000)
     assert [policy.delay(n) for n in range(1, 6)] == [0.05, 0.1, 0.2, 0.2, 0.2]
-    assert [mcp_sync.RespawnPolicy().delay(n) for n in range(1, 10)] == [0, 1, 2, 4, 8, 16, 32, 60, 60]
+    assert [mcp_sync.RespawnPolicy().delay(n) for n in range(1, 11)] == [0, 0, 1, 2, 4, 8, 16, 32, 60, 60]
     servers = make(fake("--misbehave"), respawn=policy)
     old = server_pid(servers)
     with pytest.raises(mcp_sync.ConnectionClosed):
@@ -224,7 +224,7 @@ def test_the_back_off_grows_and_a_later_attempt_goes_through(make: Callable[...,
 def test_a_session_that_stayed_up_clears_the_count(
     make: Callable[..., mcp_sync.Servers], stable_after_ms: int, held_back: bool
 ) -> None:
-    policy = mcp_sync.RespawnPolicy(first_delay_ms=600_000, stable_after_ms=stable_after_ms)
+    policy = mcp_sync.RespawnPolicy(immediate=1, first_delay_ms=600_000, stable_after_ms=stable_after_ms)
     servers = make(fake("--misbehave"), respawn=policy)
     outcomes = []
     for _ in range(3):
