@@ -336,7 +336,7 @@ class Servers:
             cause = slot.ended_by or slot.last_error
             _log.servers_event(
                 logging.INFO, "respawn", name,
-                "starting server %r again (start %d in this process, %d failures in a row)",
+                "starting server %r again (start %d in this process; failures in a row: %d)",
                 name, slot.spawns + 1, slot.failures,
                 attempt=slot.spawns + 1, failures=slot.failures, cause=cause,
             )  # fmt: skip
