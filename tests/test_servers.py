@@ -322,7 +322,7 @@ def test_the_health_check_replaces_a_wedged_server(
     make: Callable[..., mcp_sync.Servers], caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="mcp_sync")
-    servers = make(fake(), health_check_interval_ms=50, health_check_timeout_ms=200)
+    servers = make(fake(), health_check_interval_ms=50, health_check_timeout_ms=500)
     wedged = server_pid(servers)
     old = servers.session("fake")
     os.kill(wedged, signal.SIGSTOP)  # alive, but answers nothing
