@@ -192,9 +192,9 @@ class _Core:
                 self._terminal = error
                 pending, self._pending = self._pending, {}
         if first:
-            self.ended_at = _log.ended(self, error)
             for entry in pending.values():
                 entry.set_exception(error._copy())
+            self.ended_at = _log.ended(self, error)  # after the waiters are released
         if self.transport is not None:
             self.transport.shutdown(wait)
 
