@@ -8,6 +8,7 @@ changes nothing on the server.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from ._limits import check_limit, seconds
@@ -29,6 +30,18 @@ def probe(core: _Core, timeout_ms: int | None) -> None:
     terminal = core.terminal
     if terminal is not None:
         raise terminal._copy()
+    # A session of the modern era sends every request through its era's path
+    # (``core.modern``, set by era negotiation); a handshake-era session has none.
+    modern = getattr(core, "modern", None)
+    if modern is not None:
+        modern.request(
+            core,
+            "server/discover",
+            {},
+            time.monotonic() + seconds(timeout_ms),
+            lambda: f"server/discover of server {core.server!r} ({option}={timeout_ms})",
+        )
+        return
     core.request(
         "ping",
         {},
