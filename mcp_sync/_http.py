@@ -403,6 +403,11 @@ class HttpTransport:
         self._ensure_worker()
         return True
 
+    def reply(self, frame: bytes) -> bool:
+        # Server requests arrive on a worker's stream, never on a caller's
+        # thread: the worker POSTs the reply itself.
+        return self.send(frame, None, seconds(self._limits.request_timeout_ms))
+
     def _in_worker(self) -> bool:
         return getattr(self._local, "worker", False) is True
 

@@ -57,15 +57,15 @@ def test_jupyter_kernel_cells_rerun_interrupt_and_shutdown(tmp_path: Path) -> No
         kernel_pid = kernel.provisioner.pid
         # Connect and call in a cell.
         content, outputs = execute(client, build)
-        assert content["status"] == "ok", content
-        assert outputs == ["5"]
-        (first,) = servers_of(project).items()
-        assert first[1] == kernel_pid
+        assert (content["status"], outputs) == ("ok", ["5"]), content
+        servers = servers_of(project)
+        assert list(servers.values()) == [kernel_pid], servers
+        (first,) = servers
         # Re-running the cell that built it leaves one server, not two.
         content, outputs = execute(client, build)
-        assert (content["status"], outputs) == ("ok", ["5"])
+        assert (content["status"], outputs) == ("ok", ["5"]), content
         servers = servers_of(project)
-        assert len(servers) == 1 and first[0] not in servers, servers
+        assert len(servers) == 1 and first not in servers, (first, servers)
         (server,) = servers
 
         # Interrupt the kernel while the long call waits.
@@ -78,8 +78,8 @@ def test_jupyter_kernel_cells_rerun_interrupt_and_shutdown(tmp_path: Path) -> No
 
         # The session is still usable: the same server answers the next cell.
         content, outputs = execute(client, after)
-        assert (content["status"], outputs) == ("ok", ["'still here'"])
-        assert list(servers_of(project)) == [server]
+        assert (content["status"], outputs) == ("ok", ["'still here'"]), content
+        assert list(servers_of(project)) == [server], (server, servers_of(project))
     finally:
         kernel.shutdown_kernel(now=False)
         client.stop_channels()
