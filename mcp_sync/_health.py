@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ._limits import check_limit, seconds
+from ._limits import request_budget, seconds
 
 if TYPE_CHECKING:
     from ._session import _Core
@@ -21,12 +21,7 @@ __all__ = ["probe"]
 
 def probe(core: _Core, timeout_ms: int | None) -> None:
     """Send the era's probe and block for its answer, at most ``timeout_ms``."""
-    if timeout_ms is None:
-        timeout_ms = core.limits.request_timeout_ms
-        option = "request_timeout_ms"
-    else:
-        timeout_ms = check_limit("timeout_ms", timeout_ms)
-        option = "timeout_ms"
+    budget, option = request_budget(core.limits, timeout_ms)
     terminal = core.terminal
     if terminal is not None:
         raise terminal._copy()
@@ -38,15 +33,15 @@ def probe(core: _Core, timeout_ms: int | None) -> None:
             core,
             "server/discover",
             {},
-            time.monotonic() + seconds(timeout_ms),
-            lambda: f"server/discover of server {core.server!r} ({option}={timeout_ms})",
+            time.monotonic() + seconds(budget),
+            lambda: f"server/discover of server {core.server!r} ({option}={budget})",
         )
         return
     core.request(
         "ping",
         {},
-        seconds(timeout_ms),
-        lambda: f"ping of server {core.server!r} ({option}={timeout_ms})",
+        seconds(budget),
+        lambda: f"ping of server {core.server!r} ({option}={budget})",
         # A probe has no effect on the server: nothing to cancel.
         cancellable=False,
     )

@@ -29,7 +29,7 @@ from ._errors import (
 )
 from ._health import probe
 from ._jsonrpc import check_arguments, decode_line, encode
-from ._limits import Limits, check_limit, reply_not_queued, seconds
+from ._limits import Limits, reply_not_queued, request_budget, seconds
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
 
 __all__ = ["CLIENT_INFO", "SUPPORTED_PROTOCOL_VERSIONS", "Session"]
@@ -474,12 +474,7 @@ class _Core:
             raise terminal._copy()
         if name not in self.tool_names:
             raise _not_in_catalog(name, self.server)
-        if timeout_ms is None:
-            timeout_ms = self.limits.request_timeout_ms
-            option = "request_timeout_ms"
-        else:
-            timeout_ms = check_limit("timeout_ms", timeout_ms)
-            option = "timeout_ms"
+        timeout_ms, option = request_budget(self.limits, timeout_ms)
         args: Any = {} if arguments is None else arguments
         check_arguments(args, self.limits.max_outbound_frame_bytes)
         params: dict[str, Any] = {"name": name, "arguments": args}

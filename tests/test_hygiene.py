@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 
 import pytest
-from support import connect_fake
+from support import connect_fake, mcp_records
 
 import mcp_sync
 from mcp_sync.testing import server_command
@@ -61,27 +60,10 @@ def _failures(tmp_path: Path) -> list[mcp_sync.McpError]:
     return errors
 
 
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 def test_no_message_or_log_record_carries_private_text(tmp_path: Path) -> None:
-    handler = _Records()
-    root = logging.getLogger("mcp_sync")
-    old_level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    try:
+    with mcp_records() as handler:
         errors = _failures(tmp_path)
         _servers_failures(tmp_path, errors)
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
     kinds = {e.kind for e in errors}
     assert kinds == {
         "spawn_failed", "connection_closed", "timeout", "protocol_error",

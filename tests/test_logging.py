@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import connect_fake
+from support import Records, connect_fake, mcp_records
 
 import mcp_sync
 from mcp_sync.config import ConnectOptions
@@ -16,28 +16,10 @@ from mcp_sync.testing import server_command
 TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
-class Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    def events(self, event: str) -> list[logging.LogRecord]:
-        return [r for r in self.records if getattr(r, "mcp_event", None) == event]
-
-
 @pytest.fixture
-def collect() -> Iterator[Collect]:
-    handler = Collect()
-    root = logging.getLogger("mcp_sync")
-    old = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    yield handler
-    root.removeHandler(handler)
-    root.setLevel(old)
+def collect() -> Iterator[Records]:
+    with mcp_records() as handler:
+        yield handler
 
 
 def fields(record: logging.LogRecord) -> dict[str, object]:
@@ -51,7 +33,7 @@ def test_the_hierarchy_has_a_null_handler_and_three_children() -> None:
         assert logging.getLogger(f"mcp_sync.{name}").parent is root
 
 
-def test_connect_era_calls_and_teardown(collect: Collect) -> None:
+def test_connect_era_calls_and_teardown(collect: Records) -> None:
     with connect_fake() as session:
         session.call_tool("echo", {"message": "secret-argument"}, traceparent=TRACE)
         session.call_tool("fail")
@@ -87,7 +69,7 @@ def test_connect_era_calls_and_teardown(collect: Collect) -> None:
     assert not [r for r in collect.records if "secret-argument" in str(vars(r))]
 
 
-def test_an_ending_a_cancel_and_a_failed_connect(collect: Collect, tmp_path: Path) -> None:
+def test_an_ending_a_cancel_and_a_failed_connect(collect: Records, tmp_path: Path) -> None:
     with connect_fake("--misbehave") as session:
         with pytest.raises(mcp_sync.Timeout):
             session.call_tool("hang", timeout_ms=50)
@@ -111,7 +93,7 @@ def test_an_ending_a_cancel_and_a_failed_connect(collect: Collect, tmp_path: Pat
     assert collect.events("connect_failed")[1].mcp_server == ""
 
 
-def test_servers_records_respawn_and_back_off(collect: Collect) -> None:
+def test_servers_records_respawn_and_back_off(collect: Records) -> None:
     command, *args = server_command("--misbehave")
     with mcp_sync.Servers(
         ConnectOptions(server="fake", command=command, args=args),
@@ -134,7 +116,7 @@ def test_servers_records_respawn_and_back_off(collect: Collect) -> None:
 
 
 def test_no_call_records_and_no_cost_path_when_debug_is_off(
-    collect: Collect, monkeypatch: pytest.MonkeyPatch
+    collect: Records, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mcp_sync import _log
 
@@ -147,7 +129,7 @@ def test_no_call_records_and_no_cost_path_when_debug_is_off(
     assert collect.events("connect")
 
 
-def test_a_failing_log_filter_does_not_break_a_session(collect: Collect) -> None:
+def test_a_failing_log_filter_does_not_break_a_session(collect: Records) -> None:
     def explode(record: logging.LogRecord) -> bool:
         raise RuntimeError("a broken filter")
 

@@ -103,22 +103,32 @@ def test_bad_configs_and_names_are_refused(tmp_path: Path, make: Callable[..., m
 # ---------------------------------------------------------------- one spawn
 
 
+def at_once(action: Callable[[], object], threads: int = 16) -> list[object]:
+    """What ``action`` returned (or raised) in each of ``threads`` threads released together."""
+    barrier = threading.Barrier(threads)
+    outcomes: list[object] = []
+
+    def run() -> None:
+        barrier.wait()
+        try:
+            outcomes.append(action())
+        except mcp_sync.McpError as exc:
+            outcomes.append(exc)
+
+    pool = [threading.Thread(target=run) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    return outcomes
+
+
 def test_sixteen_threads_at_once_cause_one_spawn(tmp_path: Path, make: Callable[..., mcp_sync.Servers]) -> None:
     log = tmp_path / "log"
     servers = make(fake("--log", str(log)))
-    barrier = threading.Barrier(16)
-    got: list[mcp_sync.Session] = []
-
-    def use() -> None:
-        barrier.wait()
-        got.append(servers.session("fake"))
-
-    threads = [threading.Thread(target=use) for _ in range(16)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(got) == 16 and len({id(s) for s in got}) == 1
+    got = at_once(lambda: servers.session("fake"))
+    assert len(got) == 16 and all(isinstance(s, mcp_sync.Session) for s in got)
+    assert len({id(s) for s in got}) == 1
     assert methods(log).count("initialize") == 1
 
 
@@ -128,21 +138,7 @@ def test_sixteen_threads_share_one_failed_attempt(tmp_path: Path, make: Callable
         fake("--log", str(log), "--exit-on", "initialize"),
         respawn=mcp_sync.RespawnPolicy(immediate=0, first_delay_ms=600_000, max_delay_ms=600_000),
     )
-    barrier = threading.Barrier(16)
-    errors: list[mcp_sync.McpError] = []
-
-    def use() -> None:
-        barrier.wait()
-        try:
-            servers.session("fake")
-        except mcp_sync.McpError as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=use) for _ in range(16)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = at_once(lambda: servers.session("fake"))
     assert len(errors) == 16
     assert methods(log).count("initialize") == 1
     # Those who waited for the attempt share its error; a late one is told to wait.
