@@ -55,7 +55,12 @@ def test_flask_under_gunicorn_heals_a_killed_server(tmp_path: Path, threads: int
         assert not marker(project).exists() and servers_of(project) == {}
 
         # Concurrent traffic: every answer right, both workers with a server of their own.
-        answers = traffic(send, 120)
+        # (A worker still booting may leave the first requests to the other.)
+        answers: list[Answer] = []
+        for _ in range(10):
+            answers += traffic(send, 60)
+            if {a.worker for a in answers} == workers:
+                break
         check_answers(answers)
         assert {a.worker for a in answers} == workers, "both workers should have served"
         servers = servers_of(project)
