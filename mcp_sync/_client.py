@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import _log
@@ -33,7 +33,10 @@ def connect(
     inherit_env: bool | None = None,
     url: str | None = None,
     bearer_token_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    allow_insecure_http: bool | None = None,
     http_client: Any = None,
+    secrets: Iterable[str] | None = None,
     protocol_version: str | None = None,
     diagnostics: Diagnostics | None = None,
     handshake_timeout_ms: int | None = None,
@@ -55,6 +58,13 @@ def connect(
     arguments override its fields. Blocks until the handshake and the catalog
     walk are done; on any failure raises an :class:`McpError` and leaves
     nothing running.
+
+    ``headers`` are static HTTP headers, private like the bearer token.
+    Credentials (a token or headers) are refused over plain ``http:`` to a
+    host that is not loopback unless ``allow_insecure_http=True``.
+    ``secrets`` are extra values to mask in the diagnostic stderr tail
+    (the values of ``env`` always are); a config entry passes the values
+    its variables expanded to.
     """
     given: dict[str, Any] = {k: v for k, v in locals().items() if k != "options"}
     merged: dict[str, Any] = dict(options.connect_kwargs()) if options is not None else {}
@@ -68,10 +78,17 @@ def connect(
 
 
 def connect_http(
-    *, server: str, url: str, bearer_token_env: str | None = None, **kwargs: Any
+    *,
+    server: str,
+    url: str,
+    bearer_token_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **kwargs: Any,
 ) -> Session:
     """:func:`connect` to a Streamable HTTP server."""
-    return connect(server=server, url=url, bearer_token_env=bearer_token_env, **kwargs)
+    return connect(
+        server=server, url=url, bearer_token_env=bearer_token_env, headers=headers, **kwargs
+    )
 
 
 def _connect(
@@ -86,7 +103,10 @@ def _connect(
     inherit_env: object = False,
     url: object = None,
     bearer_token_env: object = None,
+    headers: object = None,
+    allow_insecure_http: object = None,
     http_client: object = None,
+    secrets: object = None,
     protocol_version: object = DEFAULT_PROTOCOL_VERSION,
     diagnostics: object = None,
     **limit_options: Any,
@@ -108,17 +128,30 @@ def _connect(
     if url is not None:
         from ._http import HttpTransport, check_http_options
 
-        http_options = check_http_options(server, url, bearer_token_env, http_client)
+        http_options = check_http_options(
+            server,
+            url,
+            bearer_token_env,
+            http_client,
+            headers=headers,
+            allow_insecure_http=allow_insecure_http,
+        )
         core.transport = HttpTransport(core, limits=limits, **http_options)
     else:
         from ._stdio import StdioTransport, child_environment
 
         if not isinstance(command, str) or not command:
             raise ProtocolError("option command must be a non-empty string")
+        if headers is not None or allow_insecure_http is not None:
+            raise ProtocolError(
+                "options headers and allow_insecure_http apply only to an HTTP server (url)"
+            )
         arg_list = _string_list(args)
         if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
             raise ProtocolError("option cwd must be a path")
-        child_env = child_environment(_string_map(env), inherit_env is True)
+        extra_env = _string_map(env)
+        child_env = child_environment(extra_env, inherit_env is True)
+        masked = _secret_values(secrets, extra_env)
         core.transport = StdioTransport(
             core,
             server=server,
@@ -127,6 +160,7 @@ def _connect(
             cwd=os.fspath(cwd) if cwd is not None else None,
             env=child_env,
             limits=limits,
+            secrets=masked,
         )
     try:
         version, info, tools = core.handshake(str(protocol_version))
@@ -163,3 +197,18 @@ def _string_map(value: object) -> dict[str, str] | None:
         if not isinstance(item, str) or "\0" in item:
             raise ProtocolError(f"option env has a value for {key!a} that is not a string")
     return dict(value)
+
+
+def _secret_values(secrets: object, env: Mapping[str, str] | None) -> tuple[str, ...]:
+    """Values the stderr tail masks: ``secrets`` and the values of ``env``."""
+    values: list[str] = []
+    if secrets is not None:
+        if isinstance(secrets, (str, bytes)) or not isinstance(secrets, Iterable):
+            raise ProtocolError("option secrets must be a collection of strings")
+        for item in secrets:
+            if not isinstance(item, str):
+                raise ProtocolError("option secrets must be a collection of strings")
+            values.append(item)
+    if env:
+        values.extend(env.values())
+    return tuple(values)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -18,6 +18,7 @@ __all__ = [
     "MAX_STDERR_LINE_BYTES",
     "DiagnosticEvent",
     "Diagnostics",
+    "KnownSecrets",
     "Redacted",
     "StderrTail",
     "redact",
@@ -109,8 +110,9 @@ _PEM_KEY = "PRIVATE KEY-----"
 _PEM_END = "-----END"
 
 
-def redact(text: str) -> str:
-    """Return ``text`` with every recognised credential replaced by a mask."""
+def redact(text: str, known: KnownSecrets | None = None) -> str:
+    """Return ``text`` with every recognised credential replaced by a mask,
+    and every value of ``known`` too."""
     folded: str | None = None
     for pattern, triggers, case_insensitive in _RULES:
         if case_insensitive:
@@ -124,7 +126,41 @@ def redact(text: str) -> str:
         text, count = pattern.subn(_mask_secret, text)
         if count:
             folded = None
+    if known is not None:
+        text = known.mask(text)
     return text
+
+
+MIN_KNOWN_SECRET = 4
+"""A known value shorter than this is not masked: masking ``1`` or ``yes``
+everywhere would hide the text without protecting anything."""
+
+
+class KnownSecrets:
+    """Literal values to mask wherever they appear (an ``env`` value, a
+    config variable's expansion), longest first so a value that contains
+    another is masked whole. One alternation: linear in the text."""
+
+    __slots__ = ("_pattern",)
+
+    def __init__(self, values: Iterable[str]) -> None:
+        kept = sorted(
+            {v for v in values if isinstance(v, str) and len(v) >= MIN_KNOWN_SECRET},
+            key=len,
+            reverse=True,
+        )
+        self._pattern = re.compile("|".join(map(re.escape, kept))) if kept else None
+
+    def mask(self, text: str) -> str:
+        if self._pattern is None:
+            return text
+        return self._pattern.sub(_MASK, text)
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def __repr__(self) -> str:
+        return "KnownSecrets(...)"
 
 
 def _mask_secret(match: re.Match[str]) -> str:
@@ -185,8 +221,9 @@ class StderrTail:
     for the kept tail.
     """
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, *, secrets: Iterable[str] = ()) -> None:
         self._max = max_bytes
+        self._known = KnownSecrets(secrets)
         self._partial: list[bytes] = []
         self._partial_len = 0
         self._overlong = False  # the current line already passed the line cap
@@ -230,7 +267,7 @@ class StderrTail:
         begin = raw.rfind(_PEM_BEGIN)
         if begin >= 0 and _PEM_KEY in raw[begin : begin + 64] and raw.find(_PEM_END, begin) < 0:
             self._in_key = True
-        return redact(raw)
+        return redact(raw, self._known)
 
     def _add_partial(self, piece: bytes) -> None:
         if self._overlong or not piece:

@@ -29,7 +29,6 @@ import contextlib
 import math
 import os
 import queue
-import secrets
 import select
 import signal
 import subprocess
@@ -37,6 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from secrets import token_hex
 from typing import Any, Protocol
 
 from . import _proctree
@@ -134,11 +134,12 @@ class StdioTransport:
         cwd: str | None,
         env: dict[str, str],
         limits: Limits,
+        secrets: Sequence[str] = (),
     ) -> None:
         self._sink = sink
         self._limits = limits
         self._queue = _Outbound(maxsize=limits.queue_capacity)
-        self._tail = StderrTail(limits.max_stderr_bytes)
+        self._tail = StderrTail(limits.max_stderr_bytes, secrets=secrets)
         self._exited = threading.Event()
         self._stdout_done = threading.Event()
         self._shutdown_lock = threading.Lock()
@@ -151,7 +152,7 @@ class StdioTransport:
         self._epoll: select.epoll | None = None
         # Inherited by every process the server starts, so teardown can find
         # the ones that left its process group (see _proctree).
-        self._marker = f"{_proctree.MARKER}={secrets.token_hex(8)}"
+        self._marker = f"{_proctree.MARKER}={token_hex(8)}"
         posix = os.name == "posix"
         try:
             self._proc = subprocess.Popen(

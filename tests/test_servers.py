@@ -80,6 +80,17 @@ def test_building_starts_nothing_from_any_source(tmp_path: Path, make: Callable[
     assert marker.exists()
 
 
+def test_every_config_format_the_loader_reads(tmp_path: Path, make: Callable[..., mcp_sync.Servers]) -> None:
+    command, *args = server_command()
+    document = {"mcpServers": {"fake": {"command": command, "args": args}}}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(document))
+    for source in (document, path, {"servers": {"fake": {"type": "stdio", "command": command, "args": args}}}):
+        servers = make(source)
+        assert servers.names == ("fake",)
+    assert servers.call_tool("fake", "echo", {"message": "vs code"}).content[0]["text"] == "vs code"
+
+
 def test_bad_configs_and_names_are_refused(tmp_path: Path, make: Callable[..., mcp_sync.Servers]) -> None:
     with pytest.raises(ConfigError, match="file not found"):
         make(tmp_path / "missing.json")
