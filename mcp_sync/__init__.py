@@ -11,8 +11,10 @@ __version__ = "0.1.0"
 from ._catalog import CallToolResult, ServerInfo, Tool, thaw
 from ._client import connect, connect_http
 from ._errors import (
+    AuthError,
     ConnectionClosed,
     InvalidResponse,
+    LoginRequired,
     McpError,
     ProtocolError,
     RemoteError,
@@ -56,12 +58,14 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
     "SUPPORTED_PROTOCOL_VERSIONS",
+    "AuthError",
     "CallToolResult",
     "ConnectionClosed",
     "DiagnosticEvent",
     "Diagnostics",
     "InvalidResponse",
     "Limits",
+    "LoginRequired",
     "McpError",
     "ProtocolError",
     "Redacted",

@@ -35,6 +35,7 @@ def connect(
     bearer_token_env: str | None = None,
     headers: Mapping[str, str] | None = None,
     allow_insecure_http: bool | None = None,
+    auth: Any = None,
     http_client: Any = None,
     secrets: Iterable[str] | None = None,
     protocol_version: str | None = None,
@@ -53,7 +54,8 @@ def connect(
     """Start (or reach) an MCP server and return a ready :class:`Session`.
 
     Give ``command`` (and ``args``) for a local server over stdio, or ``url``
-    for a remote one over Streamable HTTP. ``options`` may be a
+    for a remote one over Streamable HTTP (``auth``: an object from
+    :mod:`mcp_sync.auth`, for a server behind OAuth). ``options`` may be a
     :class:`mcp_sync.config.ConnectOptions` or ``HttpConnectOptions``; keyword
     arguments override its fields. Blocks until the handshake and the catalog
     walk are done; on any failure raises an :class:`McpError` and leaves
@@ -71,10 +73,12 @@ def connect(
     merged.update({k: v for k, v in given.items() if v is not None})
     started = time.monotonic()
     try:
-        return _connect(started, **merged)
+        session = _connect(**merged)
     except McpError as exc:
         _log.connect_failed(merged.get("server"), exc, started)
         raise
+    _log.connected(session, "http" if merged.get("url") is not None else "stdio", started)
+    return session
 
 
 def connect_http(
@@ -83,17 +87,19 @@ def connect_http(
     url: str,
     bearer_token_env: str | None = None,
     headers: Mapping[str, str] | None = None,
+    auth: Any = None,
     **kwargs: Any,
 ) -> Session:
-    """:func:`connect` to a Streamable HTTP server."""
+    """:func:`connect` to a Streamable HTTP server, optionally with static
+    ``headers``, ``auth`` (see :mod:`mcp_sync.auth`) or a static token from
+    ``bearer_token_env``."""
     return connect(
-        server=server, url=url, bearer_token_env=bearer_token_env, headers=headers, **kwargs
+        server=server, url=url, bearer_token_env=bearer_token_env, headers=headers, auth=auth,
+        **kwargs,
     )
 
 
 def _connect(
-    started: float,
-    /,
     *,
     server: object = None,
     command: object = None,
@@ -105,6 +111,7 @@ def _connect(
     bearer_token_env: object = None,
     headers: object = None,
     allow_insecure_http: object = None,
+    auth: object = None,
     http_client: object = None,
     secrets: object = None,
     protocol_version: object = DEFAULT_PROTOCOL_VERSION,
@@ -124,9 +131,8 @@ def _connect(
     if (command is None) == (url is None):
         raise ProtocolError("give exactly one of the options command and url")
 
-    core = _Core(server, limits, diagnostics)
     if url is not None:
-        from ._http import HttpTransport, check_http_options
+        from ._http import check_http_options
 
         http_options = check_http_options(
             server,
@@ -136,32 +142,61 @@ def _connect(
             headers=headers,
             allow_insecure_http=allow_insecure_http,
         )
-        core.transport = HttpTransport(core, limits=limits, **http_options)
-    else:
-        from ._stdio import StdioTransport, child_environment
+        if auth is None:
+            core = _http_core(server, limits, diagnostics, http_options, None)
+            return _handshake(core, protocol_version)
+        from .auth._connect import connect_with_auth
 
-        if not isinstance(command, str) or not command:
-            raise ProtocolError("option command must be a non-empty string")
-        if headers is not None or allow_insecure_http is not None:
-            raise ProtocolError(
-                "options headers and allow_insecure_http apply only to an HTTP server (url)"
-            )
-        arg_list = _string_list(args)
-        if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
-            raise ProtocolError("option cwd must be a path")
-        extra_env = _string_map(env)
-        child_env = child_environment(extra_env, inherit_env is True)
-        masked = _secret_values(secrets, extra_env)
-        core.transport = StdioTransport(
-            core,
-            server=server,
-            command=command,
-            args=arg_list,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            env=child_env,
-            limits=limits,
-            secrets=masked,
+        return connect_with_auth(
+            auth,
+            http_options,
+            lambda binding: _handshake(
+                _http_core(server, limits, diagnostics, http_options, binding),
+                protocol_version,
+                binding,
+            ),
+            limits,
         )
+    if auth is not None:
+        raise ProtocolError("option auth applies to an HTTP server (url), not to a command")
+    if headers is not None or allow_insecure_http is not None:
+        raise ProtocolError(
+            "options headers and allow_insecure_http apply only to an HTTP server (url)"
+        )
+    from ._stdio import StdioTransport, child_environment
+
+    if not isinstance(command, str) or not command:
+        raise ProtocolError("option command must be a non-empty string")
+    arg_list = _string_list(args)
+    if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
+        raise ProtocolError("option cwd must be a path")
+    extra_env = _string_map(env)
+    child_env = child_environment(extra_env, inherit_env is True)
+    core = _Core(server, limits, diagnostics)
+    core.transport = StdioTransport(
+        core,
+        server=server,
+        command=command,
+        args=arg_list,
+        cwd=os.fspath(cwd) if cwd is not None else None,
+        env=child_env,
+        limits=limits,
+        secrets=_secret_values(secrets, extra_env),
+    )
+    return _handshake(core, protocol_version)
+
+
+def _http_core(
+    server: str, limits: Limits, diagnostics: object, http_options: dict[str, Any], binding: Any
+) -> _Core:
+    from ._http import HttpTransport
+
+    core = _Core(server, limits, diagnostics)  # type: ignore[arg-type]
+    core.transport = HttpTransport(core, limits=limits, auth=binding, **http_options)
+    return core
+
+
+def _handshake(core: _Core, protocol_version: object, binding: Any = None) -> Session:
     try:
         version, info, tools = core.handshake(str(protocol_version))
     except McpError as exc:
@@ -172,7 +207,9 @@ def _connect(
         raise
     if core.terminal is not None:
         raise core.terminal._copy()
-    _log.connected(core, "http" if url is not None else "stdio", version, len(tools), started)
+    if binding is not None:
+        # From now on a login that needs a person runs inside the request.
+        binding.established = True
     return Session(core, version, info, tools)
 
 

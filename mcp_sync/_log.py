@@ -37,7 +37,7 @@ from ._redact import redact
 
 if TYPE_CHECKING:
     from ._catalog import CallToolResult
-    from ._session import _Core
+    from ._session import Session, _Core
 
 __all__ = [
     "CALLS",
@@ -98,9 +98,10 @@ def _error_fields(error: BaseException) -> dict[str, Any]:
 # ------------------------------------------------------------------ session
 
 
-def connected(core: _Core, transport: str, version: str, tools: int, started: float) -> None:
+def connected(session: Session, transport: str, started: float) -> None:
     """``connect()`` finished: the handshake time, the version, the catalog size."""
     elapsed = _ms(started)
+    core, version, tools = session._core, session.protocol_version, len(session.tools)
     era = getattr(core, "era", None) or "legacy"
     _emit(
         SESSION, logging.INFO, "connect", core.server,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
+from conformance_auth import auth_for
+
 import mcp_sync
 
 CONNECT_TIMEOUT_MS = 10_000
@@ -20,7 +22,8 @@ CALL_TIMEOUT_MS = 20_000
 def run(scenario: str, url: str) -> None:
     try:
         session = mcp_sync.connect_http(
-            server="conformance", url=url, handshake_timeout_ms=CONNECT_TIMEOUT_MS
+            server="conformance", url=url, handshake_timeout_ms=CONNECT_TIMEOUT_MS,
+            auth=auth_for(scenario),
         )
     except mcp_sync.ProtocolError as exc:
         # The `initialize` scenario's server declares no capabilities at all, and
@@ -44,9 +47,12 @@ def run(scenario: str, url: str) -> None:
             # server sends elicitation/create on the standalone GET stream, which
             # mcp_sync does not open, so the call never completes. Short timeout.
             session.call_tool("test_client_elicitation_defaults", {}, timeout_ms=3_000)
+        elif scenario.startswith("auth/"):
+            # Connecting authorized and listed the tools; a call exercises
+            # what only tools/call may need (a scope step-up).
+            if any(tool.name == "test-tool" for tool in session.tools):
+                session.call_tool("test-tool", {}, timeout_ms=CALL_TIMEOUT_MS)
         else:
-            # Anything else (the auth/ scenarios): whatever connecting did is all
-            # this client can do.
             for tool in session.tools:
                 print(tool.name)
 

@@ -350,7 +350,10 @@ def test_every_docs_page_is_linked_from_the_hubs(hub: str) -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["mcp_sync", "mcp_sync.testing", "mcp_sync.flows", "mcp_sync.config", "mcp_sync.model_tools"],
+    [
+        "mcp_sync", "mcp_sync.testing", "mcp_sync.flows", "mcp_sync.config", "mcp_sync.model_tools",
+        "mcp_sync.auth",
+    ],
 )
 def test_api_page_names_every_public_name(module: str) -> None:
     api = (DOCS / "api.md").read_text(encoding="utf-8")
@@ -371,6 +374,8 @@ _ERROR_CLASSES = {
     "RemoteError",
     "ServerUnavailable",
     "_NumberRefused",
+    "AuthError",
+    "LoginRequired",
 }
 
 
@@ -389,7 +394,8 @@ def library_messages() -> list[tuple[str, int, str]]:
     around its ``{placeholders}``.
     """
     found = []
-    for source in sorted((REPO / "mcp_sync").glob("_*.py")):
+    sources = [*(REPO / "mcp_sync").glob("_*.py"), *(REPO / "mcp_sync" / "auth").glob("_*.py")]
+    for source in sorted(sources):
         tree = ast.parse(source.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and node.args):
