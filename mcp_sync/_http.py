@@ -683,9 +683,15 @@ class HttpTransport:
         except self._httpx.TimeoutException:
             raise
         except self._httpx.TransportError:
-            # The stream broke: like a clean end, it may be resumed.
+            # The stream broke: like a clean end, it may be resumed -- unless
+            # the watchdog ended it at the deadline.
             if self._stopping.is_set():
                 raise _Stopped from None
+            if time.monotonic() >= deadline:
+                raise self._httpx.ReadTimeout("the deadline passed") from None
+        if time.monotonic() >= deadline:
+            # A shut-down socket may also read as a clean end of the stream.
+            raise self._httpx.ReadTimeout("the deadline passed")
         return not sink.waiting(request_id)
 
     def _resume(self, parser: SseParser, request_id: int, frame: bytes, deadline: float) -> None:
@@ -763,6 +769,9 @@ class HttpTransport:
                 ),
                 True,
             ) from None
+        if time.monotonic() >= deadline:
+            # A shut-down socket may also read as a clean (short) end.
+            raise self._httpx.ReadTimeout("the deadline passed")
         return b"".join(parts)
 
     def _body_too_long(self, limit: int) -> _Failure:
