@@ -35,6 +35,7 @@ def probe(core: _Core, timeout_ms: int | None) -> None:
             {},
             time.monotonic() + seconds(budget),
             lambda: f"server/discover of server {core.server!r} ({option}={budget})",
+            cancellable=False,
         )
         return
     core.request(
