@@ -19,6 +19,7 @@ from ._errors import (
     NotSupported,
     ProtocolError,
     RemoteError,
+    ServerUnavailable,
     SpawnFailed,
     Timeout,
     ToolNotFound,
@@ -60,11 +61,13 @@ from ._resources import (
     ResourceContents,
     ResourceTemplate,
 )
+from ._servers import DEFAULT_HEALTH_CHECK_TIMEOUT_MS, RespawnPolicy, Servers
 from ._session import CLIENT_INFO, SUPPORTED_PROTOCOL_VERSIONS, Session
 
 __all__ = [
     "CLIENT_INFO",
     "DEFAULT_HANDSHAKE_TIMEOUT_MS",
+    "DEFAULT_HEALTH_CHECK_TIMEOUT_MS",
     "DEFAULT_MAX_CATALOG_PAGES",
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_MAX_OUTBOUND_FRAME_BYTES",
@@ -107,7 +110,10 @@ __all__ = [
     "Root",
     "SamplingRequest",
     "SamplingResult",
+    "RespawnPolicy",
     "ServerInfo",
+    "ServerUnavailable",
+    "Servers",
     "Session",
     "SpawnFailed",
     "Timeout",

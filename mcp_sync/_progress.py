@@ -213,6 +213,7 @@ def call_tool_watched(
     timeout_ms: int,
     option: str,
     *,
+    meta: dict[str, Any],
     on_progress: ProgressCallback | None,
     extends: bool,
     max_timeout_ms: int | None,
@@ -242,10 +243,12 @@ def call_tool_watched(
     route = routes.open(on_progress, timeout, extends, time.monotonic() + seconds(hard_ms))
     try:
         if as_task:
-            return call_as_task(core, tool, arguments, route, describe)
+            return call_as_task(core, tool, arguments, route, describe, meta=meta)
         params: dict[str, Any] = {"name": name, "arguments": arguments}
         if on_progress is not None:
-            params["_meta"] = {"progressToken": route.token}
+            meta = {**meta, "progressToken": route.token}
+        if meta:
+            params["_meta"] = meta
         result = core.request("tools/call", params, timeout, describe, watch=route)
         return parse_call_result(result, name)
     finally:

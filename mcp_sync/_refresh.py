@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ._catalog import CatalogWalk, Snapshot, Tool
 from ._errors import McpError, RemoteError
-from ._limits import seconds
+from ._limits import check_limit, seconds
 
 if TYPE_CHECKING:
     from ._session import _Core
@@ -34,7 +34,10 @@ def refresh_tools(core: _Core, timeout_ms: int | None) -> tuple[Tool, ...]:
     terminal = core.terminal
     if terminal is not None:
         raise terminal._copy()
-    timeout_ms, option = core.budget(timeout_ms, "handshake_timeout_ms")
+    if timeout_ms is None:
+        timeout_ms, option = core.limits.handshake_timeout_ms, "handshake_timeout_ms"
+    else:
+        timeout_ms, option = check_limit("timeout_ms", timeout_ms), "timeout_ms"
     inbound = core.inbound
     flag = inbound.changed["tools"]
     with inbound.refresh_lock:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._catalog import PageWalk, freeze, thaw
 from ._errors import InvalidResponse, ProtocolError
-from ._limits import seconds
+from ._limits import request_budget, seconds
 
 if TYPE_CHECKING:
     from ._session import _Core
@@ -387,7 +387,7 @@ class ResourcesMixin:
     def _walk(self, walk: _ListWalk, capability: str, timeout_ms: int | None) -> tuple[Any, ...]:
         core = self._core
         core.require(capability, walk.method)
-        timeout_ms, option = core.budget(timeout_ms)
+        timeout_ms, option = request_budget(core.limits, timeout_ms)
         kind = walk.key if walk.key in core.inbound.changed else None
         if kind is not None:
             core.inbound.changed[kind].clear()
@@ -447,7 +447,7 @@ class ResourcesMixin:
 
     def _ask(self, method: str, params: dict[str, Any], timeout_ms: int | None, what: str) -> Any:
         core = self._core
-        timeout_ms, option = core.budget(timeout_ms)
+        timeout_ms, option = request_budget(core.limits, timeout_ms)
         server = core.server
         return core.request(
             method, params, seconds(timeout_ms), lambda: f"{what} on server {server!r} ({option}={timeout_ms})"

@@ -142,12 +142,12 @@ class LogLevelMixin:
     def set_log_level(self, level: str, *, timeout_ms: int | None = None) -> None:
         """Ask the server to send log messages of ``level`` and above
         (``"debug"`` ... ``"emergency"``) with ``logging/setLevel``."""
-        from ._limits import seconds
+        from ._limits import request_budget, seconds
 
         core = self._core
         name = log_level_name(level)
         core.require("logging", "logging/setLevel")
-        timeout_ms, option = core.budget(timeout_ms)
+        timeout_ms, option = request_budget(core.limits, timeout_ms)
         server = core.server
         core.request(
             "logging/setLevel",

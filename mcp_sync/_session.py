@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import _log
 from ._catalog import (
     CallToolResult,
     CatalogWalk,
@@ -37,8 +38,9 @@ from ._errors import (
     ToolNotFound,
 )
 from ._handlers import RootsMixin
+from ._health import probe
 from ._jsonrpc import check_arguments, decode_line, encode
-from ._limits import Limits, check_limit, seconds
+from ._limits import Limits, request_budget, seconds
 from ._progress import ProgressCallback, call_tool_watched
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
 from ._refresh import CatalogMixin
@@ -262,6 +264,7 @@ class _Core:
         # The negotiated version, once initialize's result passed its checks
         # (the HTTP transport sends it as MCP-Protocol-Version).
         self.protocol_version: str | None = None
+        self.ended_at = 0.0  # time.monotonic() of the terminal transition
         # Set while user code (the diagnostic observer) runs on this thread.
         self._callback = threading.local()
         _cores.add(self)
@@ -304,6 +307,7 @@ class _Core:
             self.ended.set()
             for entry in pending.values():
                 entry.set_exception(error._copy())
+            self.ended_at = _log.ended(self, error)  # after the waiters are released
         if self.transport is not None:
             self.transport.shutdown(wait)
         self.inbound.close(wait)
@@ -332,6 +336,7 @@ class _Core:
         """Called once by the transport when its teardown is complete."""
         if stderr_tail and self.failed():
             self.emit("stderr", stderr_tail)
+        _log.torn_down(self, self.ended_at)
 
     # ----------------------------------------------------------- writing
 
@@ -422,7 +427,7 @@ class _Core:
             except ProtocolError:
                 return True
             # Best effort: a full queue drops it rather than making us late.
-            self.transport.send_nowait(frame)
+            _log.cancelled(self.server, request_id, self.transport.send_nowait(frame))
         return True
 
     def send_and_forget(self, method: str, params: dict[str, Any]) -> None:
@@ -451,13 +456,6 @@ class _Core:
                 f"server {self.server!r} did not declare the {capability} capability, "
                 f"which {what} needs"
             )
-
-    def budget(self, timeout_ms: int | None, default: str = "request_timeout_ms") -> tuple[int, str]:
-        """The caller's ``timeout_ms`` (checked) or the session's default, and
-        the option's name for a timeout message."""
-        if timeout_ms is None:
-            return getattr(self.limits, default), default
-        return check_limit("timeout_ms", timeout_ms), "timeout_ms"
 
     def notify(self, method: str, timeout: float) -> None:
         frame = encode({"jsonrpc": "2.0", "method": method}, self.limits.max_outbound_frame_bytes)
@@ -621,6 +619,7 @@ class _Core:
         name: str,
         arguments: Mapping[str, Any] | None,
         timeout_ms: int | None,
+        traceparent: str | None = None,
         *,
         on_progress: ProgressCallback | None = None,
         progress_extends_deadline: bool = False,
@@ -634,13 +633,19 @@ class _Core:
         tool = catalog.by_name.get(name)
         if tool is None:
             raise _not_in_catalog(name, self.server)
-        timeout_ms, option = self.budget(timeout_ms)
+        timeout_ms, option = request_budget(self.limits, timeout_ms)
         args: Any = {} if arguments is None else arguments
         check_arguments(args, self.limits.max_outbound_frame_bytes)
+        meta: dict[str, Any] = {}
+        if traceparent is not None:  # W3C trace context, in the request's _meta
+            meta["traceparent"] = _log.check_traceparent(traceparent)
         if on_progress is None and task is None and tool.task_support != "required":
+            params: dict[str, Any] = {"name": name, "arguments": args}
+            if meta:
+                params["_meta"] = meta
             result = self.request(
                 "tools/call",
-                {"name": name, "arguments": args},
+                params,
                 seconds(timeout_ms),
                 # Built only for a timeout's message: most calls never need it.
                 lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
@@ -649,6 +654,7 @@ class _Core:
         else:
             outcome = call_tool_watched(
                 self, tool, args, timeout_ms, option,
+                meta=meta,
                 on_progress=on_progress,
                 extends=progress_extends_deadline,
                 max_timeout_ms=max_timeout_ms,
@@ -734,6 +740,7 @@ class Session(CatalogMixin, ResourcesMixin, LogLevelMixin, RootsMixin):
         arguments: Mapping[str, Any] | None = None,
         *,
         timeout_ms: int | None = None,
+        traceparent: str | None = None,
         on_progress: ProgressCallback | None = None,
         progress_extends_deadline: bool = False,
         max_timeout_ms: int | None = None,
@@ -744,7 +751,8 @@ class Session(CatalogMixin, ResourcesMixin, LogLevelMixin, RootsMixin):
         ``arguments`` must be a dict with str keys (``None`` sends ``{}``).
         ``timeout_ms`` overrides ``request_timeout_ms`` for this call. A result
         with ``is_error=True`` is the tool reporting its own failure; a failure
-        of the session raises a :class:`McpError`.
+        of the session raises a :class:`McpError`. ``traceparent``, a W3C
+        trace context value, is sent in the request's ``_meta``.
 
         ``on_progress(progress, total, message)`` is called on this thread for
         each progress notification of this call; with
@@ -754,15 +762,26 @@ class Session(CatalogMixin, ResourcesMixin, LogLevelMixin, RootsMixin):
         called as a task (create, poll, fetch); ``task=True`` does that for an
         ``"optional"`` one.
         """
-        return self._core.call_tool(
-            name,
-            arguments,
-            timeout_ms,
-            on_progress=on_progress,
-            progress_extends_deadline=progress_extends_deadline,
-            max_timeout_ms=max_timeout_ms,
-            task=task,
-        )
+        options: dict[str, Any] = {}
+        if on_progress is not None or progress_extends_deadline or max_timeout_ms is not None or task is not None:
+            options = {
+                "on_progress": on_progress,
+                "progress_extends_deadline": progress_extends_deadline,
+                "max_timeout_ms": max_timeout_ms,
+                "task": task,
+            }
+        if _log.CALLS.isEnabledFor(_log.DEBUG):
+            return _log.logged_call(self._core, name, arguments, timeout_ms, traceparent, **options)
+        return self._core.call_tool(name, arguments, timeout_ms, traceparent, **options)
+
+    def ping(self, *, timeout_ms: int | None = None) -> None:
+        """Check that the server answers, within ``timeout_ms`` (default
+        ``request_timeout_ms``): ``ping`` in the handshake era, its cheap
+        equivalent where the era has no ``ping``. Raises :class:`Timeout` if it
+        does not answer in time, :class:`RemoteError` if it answers with an
+        error (it is alive, but does not implement the probe).
+        """
+        probe(self._core, timeout_ms)
 
     def close(self) -> None:
         """End the session and tear the server down. Idempotent, thread-safe."""

@@ -123,6 +123,8 @@ def call_as_task(
     arguments: Any,
     route: ProgressRoute,
     describe: Callable[[], str],
+    *,
+    meta: Mapping[str, Any],
 ) -> CallToolResult:
     """Create the task, poll it to a terminal status, fetch its result."""
     name = tool.name
@@ -136,7 +138,7 @@ def call_as_task(
 
     ttl_ms = math.ceil((route.hard_deadline - time.monotonic()) * 1000) + TTL_SLACK_MS
     params: dict[str, Any] = {"name": name, "arguments": arguments, "task": {"ttl": ttl_ms}}
-    params["_meta"] = {"progressToken": route.token}
+    params["_meta"] = {**meta, "progressToken": route.token}
     # Not watched: a progress callback that raised now would lose the task
     # id, and with it the means to cancel the task. Progress that comes
     # meanwhile waits in the route and is delivered at the first poll.

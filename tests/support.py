@@ -94,3 +94,32 @@ def captured_logs(name: str) -> Iterator[list[logging.LogRecord]]:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old)
+
+
+class Records(logging.Handler):
+    """Collects every record of the ``mcp_sync`` loggers while installed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def events(self, event: str) -> list[logging.LogRecord]:
+        return [r for r in self.records if getattr(r, "mcp_event", None) == event]
+
+
+@contextmanager
+def mcp_records() -> Iterator[Records]:
+    """Every ``mcp_sync`` record, at DEBUG, while the block runs."""
+    handler = Records()
+    root = logging.getLogger("mcp_sync")
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)

@@ -190,3 +190,13 @@ def test_without_logging_configured_server_warnings_do_not_reach_stderr() -> Non
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert "PANIC" not in proc.stderr
+
+
+def test_progress_token_and_trace_context_share_the_meta(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    with connect_fake("--features", "--log", str(log)) as session:
+        session.call_tool("progress", {"steps": 1}, traceparent=trace, on_progress=lambda p, t, m: None)
+    call = next(f for f in logged(log) if f.get("method") == "tools/call")
+    assert call["params"]["_meta"]["traceparent"] == trace
+    assert isinstance(call["params"]["_meta"]["progressToken"], int)
