@@ -399,7 +399,10 @@ class ServerRequests:
             code = failure.code if type(failure.code) is int else INTERNAL_ERROR
             error = (code, str(failure.message))
         except Exception:
-            _log.exception("the %s handler of server %r raised", method, self._core.server)
+            _log.exception(
+                "the %s handler of server %r raised", method, self._core.server,
+                extra={"mcp_event": "handler_failed", "mcp_server": self._core.server, "mcp_method": method},
+            )  # fmt: skip
             error = (INTERNAL_ERROR, "the client's handler failed")
         finally:
             timer.cancel()
@@ -415,8 +418,9 @@ class ServerRequests:
             return
         entry.cancelled.set()
         _log.warning(
-            "a handler of server %r did not answer within %.0f ms", self._core.server, self._timeout * 1000
-        )
+            "a handler of server %r did not answer within %.0f ms", self._core.server, self._timeout * 1000,
+            extra={"mcp_event": "handler_timeout", "mcp_server": self._core.server},
+        )  # fmt: skip
         self._send(_reply(request_id, error=(REQUEST_TIMEOUT, "the client's handler did not answer in time")))
 
     def answer(self, method: str, params: object, cancelled: threading.Event) -> dict[str, Any]:

@@ -109,7 +109,10 @@ class Inbound:
             refresh_tools(core, None)
         except McpError as exc:
             if core.terminal is None:
-                _log.warning("automatic refresh of server %r failed: %s", core.server, exc.message)
+                _log.warning(
+                    "automatic refresh of server %r failed: %s", core.server, exc.message,
+                    extra={"mcp_event": "refresh_failed", "mcp_server": core.server, "mcp_kind": exc.kind},
+                )  # fmt: skip
         # However many notifications came meanwhile, wait a little before the
         # next walk (a storm must not turn into a busy loop).
         core.ended.wait(AUTO_REFRESH_SPACING)

@@ -86,6 +86,7 @@ class ServerLog:
                 "could be logged)",
                 dropped,
                 self._server,
+                extra={"mcp_event": "server_log_dropped", "mcp_server": self._server, "mcp_dropped": dropped},
             )
         shown_level = mcp_level if isinstance(mcp_level, str) and mcp_level in LEVELS else "unknown"
         source = clean(name, MAX_LOGGER_NAME_CHARS) if isinstance(name, str) else None
@@ -94,7 +95,12 @@ class ServerLog:
             level,
             "%s",
             f"[{source}] {text}" if source else text,
-            extra={"mcp_level": shown_level, "mcp_logger": source, "mcp_server": self._server},
+            extra={
+                "mcp_event": "server_log",
+                "mcp_server": self._server,
+                "mcp_level": shown_level,
+                "mcp_logger": source,
+            },
         )
 
 
