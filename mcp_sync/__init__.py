@@ -12,6 +12,7 @@ from ._catalog import CallToolResult, ServerInfo, Tool, thaw
 from ._client import connect, connect_http
 from ._errors import (
     ConnectionClosed,
+    InputRequired,
     InvalidResponse,
     McpError,
     ProtocolError,
@@ -36,7 +37,12 @@ from ._limits import (
     Limits,
 )
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
-from ._session import CLIENT_INFO, SUPPORTED_PROTOCOL_VERSIONS, Session
+from ._session import CLIENT_INFO, Session
+from ._versions import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+    SUPPORTED_PROTOCOL_VERSIONS,
+)
 
 __all__ = [
     "CLIENT_INFO",
@@ -50,13 +56,16 @@ __all__ = [
     "DEFAULT_MAX_TOOL_NAME_BYTES",
     "DEFAULT_QUEUE_CAPACITY",
     "DEFAULT_REQUEST_TIMEOUT_MS",
+    "HANDSHAKE_PROTOCOL_VERSIONS",
     "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
+    "MODERN_PROTOCOL_VERSIONS",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "CallToolResult",
     "ConnectionClosed",
     "DiagnosticEvent",
     "Diagnostics",
+    "InputRequired",
     "InvalidResponse",
     "Limits",
     "McpError",

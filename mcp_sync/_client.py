@@ -1,20 +1,16 @@
-"""``connect``: validate every option, start a transport, run the handshake."""
+"""``connect``: validate every option, start a transport, negotiate the era."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ._errors import McpError, ProtocolError
+from ._eras import check_protocol, negotiate
+from ._errors import ProtocolError
 from ._limits import Limits
 from ._redact import Diagnostics
-from ._session import (
-    DEFAULT_PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS,
-    Session,
-    _Core,
-)
+from ._session import Session, _Core
 
 __all__ = ["connect", "connect_http"]
 
@@ -32,6 +28,8 @@ def connect(
     url: str | None = None,
     bearer_token_env: str | None = None,
     http_client: Any = None,
+    transport: str | None = None,
+    protocol: str | None = None,
     protocol_version: str | None = None,
     diagnostics: Diagnostics | None = None,
     handshake_timeout_ms: int | None = None,
@@ -48,11 +46,15 @@ def connect(
     """Start (or reach) an MCP server and return a ready :class:`Session`.
 
     Give ``command`` (and ``args``) for a local server over stdio, or ``url``
-    for a remote one over Streamable HTTP. ``options`` may be a
+    for a remote one over Streamable HTTP (``transport="sse"``: the deprecated
+    HTTP+SSE transport of 2024-11-05). ``protocol`` chooses the era:
+    ``"auto"`` (the default) probes for a 2026-07-28 server and falls back to
+    the handshake, ``"legacy"`` only does the handshake, ``"modern"`` never
+    does; ``protocol_version`` pins one revision. ``options`` may be a
     :class:`mcp_sync.config.ConnectOptions` or ``HttpConnectOptions``; keyword
-    arguments override its fields. Blocks until the handshake and the catalog
-    walk are done; on any failure raises an :class:`McpError` and leaves
-    nothing running.
+    arguments override its fields. Blocks until the era is settled and the
+    catalog walk is done; on any failure raises an :class:`McpError` and
+    leaves nothing running.
     """
     given: dict[str, Any] = {k: v for k, v in locals().items() if k != "options"}
     merged: dict[str, Any] = dict(options.connect_kwargs()) if options is not None else {}
@@ -78,7 +80,9 @@ def _connect(
     url: object = None,
     bearer_token_env: object = None,
     http_client: object = None,
-    protocol_version: object = DEFAULT_PROTOCOL_VERSION,
+    transport: object = None,
+    protocol: object = None,
+    protocol_version: object = None,
     diagnostics: object = None,
     **limit_options: Any,
 ) -> Session:
@@ -86,21 +90,48 @@ def _connect(
     if not isinstance(server, str) or not server:
         raise ProtocolError("option server must be a non-empty string")
     limits = Limits.create(**limit_options)
-    if protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
-        raise ProtocolError(
-            "option protocol_version must be one of " + ", ".join(SUPPORTED_PROTOCOL_VERSIONS)
-        )
+    mode, pinned = check_protocol(protocol, protocol_version)
     if diagnostics is not None and not callable(diagnostics):
         raise ProtocolError("option diagnostics must be callable")
     if (command is None) == (url is None):
         raise ProtocolError("give exactly one of the options command and url")
+    if transport not in (None, "stdio", "http", "sse"):
+        raise ProtocolError('option transport must be "stdio", "http" or "sse"')
+    if (transport == "stdio" and command is None) or (transport in ("http", "sse") and url is None):
+        given = "url" if url is not None else "command"
+        raise ProtocolError(f"option transport={transport} does not match the option {given}")
 
-    core = _Core(server, limits, diagnostics)
+    def new_core() -> _Core:
+        return _Core(server, limits, diagnostics)
+
+    open_core: Callable[[], _Core]
     if url is not None:
-        from ._http import HttpTransport, check_http_options
+        from ._http import check_http_options
 
         http_options = check_http_options(server, url, bearer_token_env, http_client)
-        core.transport = HttpTransport(core, limits=limits, **http_options)
+        if transport == "sse":
+            if mode == "modern":
+                raise ProtocolError(
+                    "option transport=sse is the 2024-11-05 HTTP+SSE transport, "
+                    "which has no modern era"
+                )
+            from ._sse import SseTransport
+
+            mode = "legacy"
+
+            def open_core() -> _Core:
+                core = new_core()
+                core.transport = SseTransport(core, limits=limits, **http_options)
+                return core
+
+        else:
+            from ._http import HttpTransport
+
+            def open_core() -> _Core:
+                core = new_core()
+                core.transport = HttpTransport(core, limits=limits, **http_options)
+                return core
+
     else:
         from ._stdio import StdioTransport, child_environment
 
@@ -110,26 +141,23 @@ def _connect(
         if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
             raise ProtocolError("option cwd must be a path")
         child_env = child_environment(_string_map(env), inherit_env is True)
-        core.transport = StdioTransport(
-            core,
-            server=server,
-            command=command,
-            args=arg_list,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            env=child_env,
-            limits=limits,
-        )
-    try:
-        version, info, tools = core.handshake(str(protocol_version))
-    except McpError as exc:
-        core.terminate(exc, wait=True)
-        raise
-    except BaseException:
-        core.terminate(ProtocolError("connect was interrupted"), wait=True)
-        raise
-    if core.terminal is not None:
-        raise core.terminal._copy()
-    return Session(core, version, info, tools)
+        workdir = os.fspath(cwd) if cwd is not None else None
+
+        def open_core() -> _Core:
+            core = new_core()
+            core.transport = StdioTransport(
+                core,
+                server=server,
+                command=command,
+                args=arg_list,
+                cwd=workdir,
+                env=child_env,
+                limits=limits,
+            )
+            return core
+
+    done = negotiate(open_core, mode, pinned, http=url is not None)
+    return Session(done.core, done.era, done.server_info, done.tools)
 
 
 def _string_list(value: object) -> list[str]:

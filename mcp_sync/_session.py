@@ -15,11 +15,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._catalog import CallToolResult, CatalogWalk, ServerInfo, Tool, parse_call_result
 from ._errors import (
     ConnectionClosed,
+    InputRequired,
     McpError,
     ProtocolError,
     RemoteError,
@@ -29,11 +30,12 @@ from ._errors import (
 from ._jsonrpc import check_arguments, decode_line, encode
 from ._limits import Limits, check_limit, seconds
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
+from ._versions import HANDSHAKE_PROTOCOL_VERSIONS, MODERN, SUPPORTED_PROTOCOL_VERSIONS
+
+if TYPE_CHECKING:
+    from ._modern import ModernPath
 
 __all__ = ["CLIENT_INFO", "SUPPORTED_PROTOCOL_VERSIONS", "Session"]
-
-SUPPORTED_PROTOCOL_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-DEFAULT_PROTOCOL_VERSION = "2025-06-18"
 
 
 def _client_info() -> Mapping[str, str]:
@@ -89,9 +91,17 @@ class Transport(Protocol):
         timeout: float,
         done: Callable[[], bool],
         deadline: float,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> bool:
         """``send`` a request frame; then optionally read replies in the calling
-        thread until ``done()`` or ``deadline`` (returning at once is allowed)."""
+        thread until ``done()`` or ``deadline`` (returning at once is allowed).
+        ``headers``: the request's own MCP headers (modern era, HTTP only)."""
+
+    def cancel(self, request_id: int, frame: bytes) -> None:
+        """Best effort, never blocking: tell the server a written request was
+        abandoned (``frame`` is its ``notifications/cancelled``, where the
+        transport and era use one)."""
 
     def shutdown(self, wait: bool) -> None:
         """Tear down (idempotent). ``wait``: block until a teardown already
@@ -159,6 +169,13 @@ class _Core:
         # The negotiated version, once initialize's result passed its checks
         # (the HTTP transport sends it as MCP-Protocol-Version).
         self.protocol_version: str | None = None
+        # The era, once negotiated (._eras); in the modern era every request
+        # goes through ``modern`` (._modern).
+        self.era: str | None = None
+        self.modern: ModernPath | None = None
+        # What the client declares it can do: in initialize, and in the modern
+        # era in every request's _meta. Nothing yet (SPEC §9.8).
+        self.client_capabilities: Mapping[str, Any] = {}
         _cores.add(self)
 
     def disown(self) -> None:
@@ -246,6 +263,7 @@ class _Core:
         describe: Callable[[], str],
         *,
         cancellable: bool = True,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Send a request and block for its result, at most ``timeout`` s."""
         deadline = time.monotonic() + timeout
@@ -262,7 +280,9 @@ class _Core:
         transport = self.transport
         assert transport is not None
         try:
-            if transport.exchange(frame, request_id, timeout, entry.done, deadline) and entry.wait(
+            if transport.exchange(
+                frame, request_id, timeout, entry.done, deadline, headers=headers
+            ) and entry.wait(
                 max(0.0, deadline - time.monotonic())
             ):
                 return entry.outcome()
@@ -301,7 +321,7 @@ class _Core:
             except ProtocolError:
                 return True
             # Best effort: a full queue drops it rather than making us late.
-            self.transport.send_nowait(frame)
+            self.transport.cancel(request_id, frame)
         return True
 
     def notify(self, method: str, timeout: float) -> None:
@@ -337,6 +357,8 @@ class _Core:
             request_id = message["id"]
             if type(request_id) is not int and type(request_id) is not str:
                 raise ProtocolError("a server request has an id that is not a string or integer")
+            if self.era == MODERN:
+                return  # the revision has no server requests, and no replies from clients
             self._answer(request_id, method)
             return
         if "id" not in message:
@@ -398,7 +420,8 @@ class _Core:
 
     # ----------------------------------------------------------- handshake
 
-    def handshake(self, protocol_version: str) -> tuple[str, ServerInfo, tuple[Tool, ...]]:
+    def initialize(self, protocol_version: str) -> ServerInfo:
+        """The legacy handshake: ``initialize``, its checks, ``initialized``."""
         limits = self.limits
         timeout = seconds(limits.handshake_timeout_ms)
         where = f"server {self.server!r}"
@@ -413,30 +436,56 @@ class _Core:
         if not isinstance(result, dict):
             raise ProtocolError(f"{where} answered initialize with a result that is not an object")
         version = result.get("protocolVersion")
-        if not isinstance(version, str) or version not in SUPPORTED_PROTOCOL_VERSIONS:
+        if not isinstance(version, str) or version not in HANDSHAKE_PROTOCOL_VERSIONS:
             raise ProtocolError(f"{where} answered initialize with an unsupported protocolVersion")
-        capabilities = result.get("capabilities")
-        if not isinstance(capabilities, dict):
-            raise ProtocolError(f"{where} answered initialize without a capabilities object")
-        if not isinstance(capabilities.get("tools"), dict):
-            raise ProtocolError(f"{where} does not offer the tools capability")
-        info = _server_info(result.get("serverInfo"))
+        check_capabilities(result.get("capabilities"), where, "initialize")
+        info = server_info(result.get("serverInfo"))
         self.protocol_version = version
         self.notify("notifications/initialized", timeout)
+        return info
+
+    def load_catalog(self, keep: Callable[[Tool], bool] | None = None) -> tuple[Tool, ...]:
+        """Walk ``tools/list`` (in either era) into the frozen snapshot.
+        ``keep`` may leave a validated entry out of it."""
+        limits = self.limits
+        timeout = seconds(limits.handshake_timeout_ms)
+        where = f"server {self.server!r}"
+        budget = f"handshake_timeout_ms={limits.handshake_timeout_ms}"
+        modern = self.modern
+
+        def describe() -> str:
+            return f"tools/list from {where} ({budget})"
 
         walk = CatalogWalk(limits)
         cursor: str | None = None
         while True:
             params = {} if cursor is None else {"cursor": cursor}
-            page = self.request(
-                "tools/list", params, timeout, lambda: f"tools/list from {where} ({budget})"
-            )
+            if modern is None:
+                page = self.request("tools/list", params, timeout, describe)
+            else:
+                page = modern.request(
+                    self, "tools/list", params, time.monotonic() + timeout, describe
+                )
             cursor = walk.add_page(page)
             if cursor is None:
                 break
         tools = walk.tools()
+        if keep is not None:
+            tools = tuple(tool for tool in tools if keep(tool))
         self.tool_names = frozenset(tool.name for tool in tools)
-        return version, info, tools
+        return tools
+
+    def answer_input_request(
+        self, method: str, params: Mapping[str, Any], deadline: float
+    ) -> dict[str, Any]:
+        """The client's answer to one request a server embedded in an
+        ``input_required`` result (``elicitation/create``,
+        ``sampling/createMessage``, ``roots/list``), made by ``deadline``.
+
+        The one place the modern era's retries get their answers. No handler
+        is installed yet, so every request is refused with :class:`InputRequired`.
+        """
+        raise InputRequired(f"no handler answers {method!a}", (method,))
 
     # ----------------------------------------------------------- calling
 
@@ -456,6 +505,16 @@ class _Core:
             option = "timeout_ms"
         args: Any = {} if arguments is None else arguments
         check_arguments(args, self.limits.max_outbound_frame_bytes)
+        modern = self.modern
+        if modern is not None:
+            result = modern.call_tool(
+                self,
+                name,
+                args,
+                time.monotonic() + seconds(timeout_ms),
+                lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
+            )
+            return parse_call_result(result, name, any_structured=True)
         result = self.request(
             "tools/call",
             {"name": name, "arguments": args},
@@ -469,7 +528,15 @@ class _Core:
         self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=True)
 
 
-def _server_info(value: object) -> ServerInfo:
+def check_capabilities(capabilities: object, where: str, method: str) -> None:
+    """A server's capabilities must be an object offering tools (SPEC §3, §9.1)."""
+    if not isinstance(capabilities, dict):
+        raise ProtocolError(f"{where} answered {method} without a capabilities object")
+    if not isinstance(capabilities.get("tools"), dict):
+        raise ProtocolError(f"{where} does not offer the tools capability")
+
+
+def server_info(value: object) -> ServerInfo:
     if not isinstance(value, dict):
         return ServerInfo(name="", version="")
     name, version, title = value.get("name"), value.get("version"), value.get("title")
@@ -489,18 +556,19 @@ class Session:
     open when the interpreter exits, is closed too.
     """
 
-    __slots__ = ("__weakref__", "_core", "_finalizer", "protocol_version", "server_info", "tools")
+    __slots__ = ("__weakref__", "_core", "_finalizer", "era", "server_info", "tools")
 
     def __init__(
         self,
         core: _Core,
-        protocol_version: str,
+        era: str,
         server_info: ServerInfo,
         tools: tuple[Tool, ...],
     ) -> None:
         self._core = core
-        self.protocol_version = protocol_version
-        """The protocol version the server chose, one of ``SUPPORTED_PROTOCOL_VERSIONS``."""
+        self.era = era
+        """``"modern"`` (2026-07-28: no handshake, metadata on every request) or
+        ``"legacy"`` (a session opened by the ``initialize`` handshake)."""
         self.server_info = server_info
         """The name and version the server disclosed (untrusted text)."""
         self.tools = tools
@@ -511,6 +579,16 @@ class Session:
     def server(self) -> str:
         """The name this session was given in ``connect(server=...)``."""
         return self._core.server
+
+    @property
+    def protocol_version(self) -> str:
+        """The protocol revision in use, one of ``SUPPORTED_PROTOCOL_VERSIONS``:
+        the one the server chose in the handshake, or in the modern era the one
+        every request names."""
+        modern = self._core.modern
+        version = modern.version if modern is not None else self._core.protocol_version
+        assert version is not None
+        return version
 
     @property
     def limits(self) -> Limits:

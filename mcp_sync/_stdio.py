@@ -260,6 +260,10 @@ class StdioTransport:
             return False
         return True
 
+    def cancel(self, request_id: int, frame: bytes) -> None:
+        # One shared channel, in both eras: notifications/cancelled.
+        self.send_nowait(frame)
+
     def _write_some(self, frame: bytes) -> int:
         """One non-blocking write; a broken pipe is left for the writer thread
         to meet and report."""
@@ -336,9 +340,12 @@ class StdioTransport:
         timeout: float,
         done: Callable[[], bool],
         deadline: float,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> bool:
         """Send a request and, if nobody else is reading, read until ``done()``
         or ``deadline``. False if the frame could not be queued in time.
+        (``headers`` are for HTTP; stdio carries everything in the frame.)
 
         The read token is taken and stdout disarmed *before* the write: a
         server that answers at once (on one CPU it runs the moment it is
