@@ -14,17 +14,23 @@ Positive evidence is a ``DiscoverResult`` naming a revision both sides speak,
 or a ``-32022`` (unsupported version) whose list names one: the probe is then
 sent once more at that revision. Everything else -- a JSON-RPC error, a
 result that is not a ``DiscoverResult``, silence past the probe's budget --
-means a handshake-era server. So that ``auto`` never connects fewer servers
-than the handshake alone (SPEC §10.1):
+means a handshake-era server. A server listing only versions this client does
+not speak fails ``connect`` with a ``protocol_error`` naming both sides.
 
-- a server that ends the session on the probe (exits, closes stdout, writes
-  a frame that breaks the rules) is started again, once, and gets the
-  handshake with nothing sent before it;
-- a probe that went unanswered costs :data:`PROBE_TIMEOUT_MS`, not the whole
-  handshake budget. A modern server that was only slow to start still answers
-  it late and is then serving the modern era, so the handshake that follows
-  is refused (``-32022``, or any JSON-RPC error): that refusal after a silent
-  probe sends the probe once more, now to a server that is up.
+So that ``auto`` never connects fewer servers than the handshake alone
+(SPEC §10.1):
+
+- a probe that goes unanswered costs :data:`PROBE_TIMEOUT_MS`, not the whole
+  handshake budget. A modern server that was only slow to start answers it
+  late, and is then serving the modern era: the handshake that follows is
+  refused (``-32022``, or any JSON-RPC error), and that refusal after a
+  silent probe sends the probe once more, to a server that is up now;
+- over stdio, a probe that ends the session (the server exits, closes a
+  pipe, or writes a frame that breaks the rules), or a handshake that fails
+  after the probe (a server may pick its era at the first request it reads),
+  gets one fresh process, and that process sees the handshake alone, exactly
+  as ``protocol="legacy"`` would send it. A handshake that times out is not
+  tried again.
 
 A probe that a server answers with an error costs one round trip more than
 the handshake alone; that is the price of ``auto`` for a handshake-era server.
@@ -122,6 +128,10 @@ class _Dead(Exception):
     """The probe ended the session in a way a fresh transport can repair."""
 
 
+class _Fresh(Exception):
+    """Connect again on a fresh transport with the handshake alone."""
+
+
 @dataclass(frozen=True)
 class _Fallback:
     """No modern server; ``silent``: the probe was never answered."""
@@ -143,29 +153,55 @@ def negotiate(
             version = pinned or LATEST_MODERN_VERSION
             return _finish(core, MODERN, _discover(core, version, pinned=pinned is not None, http=http))
         try:
-            outcome = _probe(core, http=http)
-        except _Dead:
+            return _auto(core, http=http)
+        except _Fresh:
             # Whatever the server made of the probe, a fresh one sees only the
             # handshake, exactly as protocol="legacy" would have sent it.
-            core.terminate(core.terminal or ConnectionClosed("the probe ended it"), wait=True)
+            _discard(core)
             core = open_core()
-            return _finish(core, LEGACY, _handshake(core, DEFAULT_HANDSHAKE_VERSION, auto=True))
-        if isinstance(outcome, ServerInfo):
-            return _finish(core, MODERN, outcome)
-        try:
-            info = _handshake(core, DEFAULT_HANDSHAKE_VERSION, auto=True)
-        except RemoteError as exc:
-            modern = _reprobe(core, exc, outcome.silent, http=http)
-            if modern is None:
-                raise
-            return _finish(core, MODERN, modern)
-        return _finish(core, LEGACY, info)
+            return _finish(core, LEGACY, _handshake(core, DEFAULT_HANDSHAKE_VERSION))
     except McpError as exc:
         core.terminate(exc, wait=True)
         raise
     except BaseException:
         core.terminate(ProtocolError("connect was interrupted"), wait=True)
         raise
+
+
+def _auto(core: _Core, *, http: bool) -> Negotiated:
+    """Probe, then the handshake on anything but positive evidence. Raises
+    :class:`_Fresh` when only a fresh transport can still connect the way
+    ``protocol="legacy"`` would."""
+    try:
+        outcome = _probe(core, http=http)
+    except _Dead:
+        raise _Fresh from None
+    if isinstance(outcome, ServerInfo):
+        return _finish(core, MODERN, outcome)
+    try:
+        info = _handshake(core, DEFAULT_HANDSHAKE_VERSION, auto=True)
+    except RemoteError as exc:
+        modern = _reprobe(core, exc, outcome.silent, http=http)
+        if modern is not None:
+            return _finish(core, MODERN, modern)
+        if http:
+            raise
+        raise _Fresh from None
+    except (ConnectionClosed, ProtocolError) as exc:
+        # Over stdio the probe may have set the process against the handshake
+        # (a server that chooses its era at the first request); a new one has
+        # seen nothing. Over HTTP each request stands alone: the error stands.
+        if http or isinstance(exc, NoCommonVersion):
+            raise
+        raise _Fresh from None
+    return _finish(core, LEGACY, info)
+
+
+def _discard(core: _Core) -> None:
+    """Tear down a session that a fresh one replaces. Its stderr is not
+    reported: the fresh session's is what the caller gets."""
+    core.diagnostics = None
+    core.terminate(core.terminal or ConnectionClosed("replaced by a fresh session"), wait=True)
 
 
 def _finish(core: _Core, era: str, info: ServerInfo) -> Negotiated:

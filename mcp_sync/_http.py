@@ -427,7 +427,12 @@ class HttpTransport:
         return True
 
     def send_nowait(self, frame: bytes) -> bool:
-        if self._stopping.is_set() or self._sink.era == MODERN:
+        if self._stopping.is_set():
+            return True
+        if self._sink.era == MODERN:
+            # The only frame the session sends this way is notifications/cancelled;
+            # in 2026-07-28 closing the request's reply stream cancels it instead.
+            self._close_stream(frame)
             return True
         deadline = time.monotonic() + min(seconds(self._limits.request_timeout_ms), 30.0)
         try:
@@ -437,11 +442,11 @@ class HttpTransport:
         self._ensure_worker()
         return True
 
-    def cancel(self, request_id: int, frame: bytes) -> None:
-        if self._sink.era != MODERN:
-            self.send_nowait(frame)  # notifications/cancelled
+    def _close_stream(self, frame: bytes) -> None:
+        try:
+            request_id = json.loads(frame)["params"]["requestId"]
+        except (ValueError, KeyError, TypeError):
             return
-        # 2026-07-28: closing the request's reply stream is the cancellation.
         with self._lock:
             key = self._by_request.get(request_id)
             sockets = list(self._inflight.get(key, ())) if key is not None else []

@@ -98,11 +98,6 @@ class Transport(Protocol):
         thread until ``done()`` or ``deadline`` (returning at once is allowed).
         ``headers``: the request's own MCP headers (modern era, HTTP only)."""
 
-    def cancel(self, request_id: int, frame: bytes) -> None:
-        """Best effort, never blocking: tell the server a written request was
-        abandoned (``frame`` is its ``notifications/cancelled``, where the
-        transport and era use one)."""
-
     def shutdown(self, wait: bool) -> None:
         """Tear down (idempotent). ``wait``: block until a teardown already
         running in another thread has finished."""
@@ -280,11 +275,13 @@ class _Core:
         transport = self.transport
         assert transport is not None
         try:
-            if transport.exchange(
-                frame, request_id, timeout, entry.done, deadline, headers=headers
-            ) and entry.wait(
-                max(0.0, deadline - time.monotonic())
-            ):
+            if headers is None:
+                sent = transport.exchange(frame, request_id, timeout, entry.done, deadline)
+            else:
+                sent = transport.exchange(
+                    frame, request_id, timeout, entry.done, deadline, headers=headers
+                )
+            if sent and entry.wait(max(0.0, deadline - time.monotonic())):
                 return entry.outcome()
             # The deadline passed, waiting for room in the queue or for the reply.
             if self._abandon(request_id, cancellable):
@@ -321,7 +318,7 @@ class _Core:
             except ProtocolError:
                 return True
             # Best effort: a full queue drops it rather than making us late.
-            self.transport.cancel(request_id, frame)
+            self.transport.send_nowait(frame)
         return True
 
     def notify(self, method: str, timeout: float) -> None:

@@ -236,9 +236,6 @@ class SseTransport:
             return False
         return True
 
-    def cancel(self, request_id: int, frame: bytes) -> None:
-        self.send_nowait(frame)
-
     def exchange(
         self,
         frame: bytes,

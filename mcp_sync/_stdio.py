@@ -260,10 +260,6 @@ class StdioTransport:
             return False
         return True
 
-    def cancel(self, request_id: int, frame: bytes) -> None:
-        # One shared channel, in both eras: notifications/cancelled.
-        self.send_nowait(frame)
-
     def _write_some(self, frame: bytes) -> int:
         """One non-blocking write; a broken pipe is left for the writer thread
         to meet and report."""

@@ -318,7 +318,7 @@ def test_check_reports_every_server(tmp_path: Path) -> None:
     assert lines[:3] == [
         "--mcp-config servers.json: 4 server(s), the file is valid",
         "      SERVER   KIND   RESULT",
-        "ok    example  stdio  5 flow(s), protocol 2025-06-18",
+        "ok    example  stdio  5 flow(s), protocol 2025-11-25",
     ]
     assert lines[3].startswith(
         "FAIL  broken   stdio  spawn_failed: server 'broken' could not be started: "

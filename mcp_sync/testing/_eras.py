@@ -14,7 +14,8 @@
 Misbehaviours for the modern era: ``--result-type VALUE`` (every
 ``tools/call`` result carries it), ``--version-loop`` (every request is
 refused with ``-32022`` listing the very version it asked for),
-``--modern-versions V,...`` (what the server lists), and the tools added by
+``--modern-versions V,...`` (what the server lists), ``--refuse-first`` (the
+first request gets ``-32022`` anyway), and the tools added by
 ``--input-tools`` (``ask_input``, ``state_only``, ``input_loop``,
 ``bad_input``), which answer with ``input_required``.
 """
@@ -59,6 +60,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--result-type", help="modern era: every tools/call result carries this")
     parser.add_argument("--version-loop", action="store_true",
                         help="modern era: refuse every request with -32022 naming its own version")
+    parser.add_argument("--refuse-first", action="store_true",
+                        help="modern era: refuse the first request with -32022 (listing the "
+                             "versions it does support)")
     parser.add_argument("--input-tools", action="store_true",
                         help="also list ask_input, state_only, input_loop, bad_input")
 
@@ -77,6 +81,7 @@ class EraGate:
         self.versions = [v for v in options.modern_versions.split(",") if v]
         self.result_type: str | None = options.result_type
         self.version_loop: bool = options.version_loop
+        self.refuse_first: bool = options.refuse_first
         self.locked: str | None = None if self.mode == "dual" else self.mode
         # Over HTTP there is no connection to lock: each request picks its era.
         self.per_request = False
@@ -119,7 +124,8 @@ class EraGate:
         if self.version_loop:
             self.refuse(rid, version, [version])
             return True
-        if version not in self.versions:
+        if version not in self.versions or self.refuse_first:
+            self.refuse_first = False
             self.refuse(rid, version)
             return True
         if method == "server/discover":
