@@ -258,9 +258,8 @@ def test_limits_apply_in_the_modern_era(tmp_path: Path) -> None:
         with pytest.raises(mcp_sync.ProtocolError, match="max_frame_bytes=10000"):
             session.call_tool("blob", {"bytes": 20_000})
         assert session.closed
-    with modern("--misbehave") as session:
-        with pytest.raises(mcp_sync.ProtocolError, match="JSON depth limit"):
-            session.call_tool("deep", {"depth": 200})
+    with modern("--misbehave") as session, pytest.raises(mcp_sync.ProtocolError, match="JSON depth limit"):
+        session.call_tool("deep", {"depth": 200})
     # The outbound limit counts the _meta every request now carries.
     with modern(max_outbound_frame_bytes=600) as session:
         with pytest.raises(mcp_sync.ProtocolError, match="max_outbound_frame_bytes=600"):
