@@ -94,7 +94,7 @@ def header_bindings(schema: Mapping[str, Any]) -> tuple[Binding, ...]:
     stack: list[tuple[Any, tuple[str, ...] | None]] = [(schema, ())]
     while stack:
         node, path = stack.pop()
-        if isinstance(node, list):
+        if isinstance(node, (list, tuple)):
             stack.extend((item, None) for item in node)
             continue
         if not isinstance(node, Mapping):
@@ -160,7 +160,7 @@ def _header_value(value: object, name: str) -> str:
         if abs(value) > MAX_SAFE_INTEGER:
             raise ProtocolError(
                 f"the argument mirrored into header Mcp-Param-{name} is an integer "
-                "beyond 2**53-1, which the header cannot carry"
+                "beyond 2**53-1"
             )
         return str(value)
     if isinstance(value, str):

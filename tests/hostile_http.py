@@ -75,6 +75,9 @@ class Hostile:
     protocol_version: str | None = None  # None: echo the client's
     session_id_override: str | None = None  # an invalid session id to hand out
     expire: int = 0  # the next N requests with a session id get 404 (session forgotten)
+    modern: bool = False  # answer server/discover: the 2026-07-28 era (it hands out session ids all the same)
+    modern_status: int | None = None  # modern era: answer every tools/call with this status and a JSON-RPC error
+    discover_status: int | None = None  # answer server/discover with this status and a text body
     requests: list[Recorded] = field(default_factory=list)
     sessions: int = 0
     stream_closed_at: float = 0.0
@@ -249,7 +252,25 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(202)
             return
         rid = message["id"]
-        if method == "initialize":
+        if method == "server/discover" and cfg.discover_status is not None:
+            self._send(cfg.discover_status, SECRET_BODY.encode(), "text/plain")
+        elif method == "server/discover" and cfg.modern:
+            self._reply(
+                rid,
+                {
+                    "resultType": "complete",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "hostile", "version": "1"},
+                },
+            )
+        elif method == "tools/call" and cfg.modern and cfg.modern_status is not None:
+            error = {"code": -32601 if cfg.modern_status == 404 else -32020, "message": SECRET_BODY}
+            self._send(
+                cfg.modern_status,
+                json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}).encode(),
+            )
+        elif method == "initialize":
             version = cfg.protocol_version or message["params"]["protocolVersion"]
             self._reply(
                 rid,

@@ -71,12 +71,16 @@ def _decoded(value: str) -> str:
         return "\0invalid"
 
 
-def _mirrored(value: object) -> str | None:
-    if value is None:
-        return None
+def _same(header: str, value: object) -> bool:
+    """A header against its argument; numbers compare as numbers (42 and 42.0)."""
     if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+        return header == ("true" if value else "false")
+    if isinstance(value, (int, float)):
+        try:
+            return float(header) == float(value)
+        except ValueError:
+            return False
+    return header == value
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -166,10 +170,10 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(declared, str):
                 continue
             sent = headers.get(f"Mcp-Param-{declared}")
-            value = _mirrored(arguments.get(prop))
+            value = arguments.get(prop)
             if value is None and sent is not None:
                 return f"Mcp-Param-{declared} sent for an absent argument"
-            if value is not None and (sent is None or _decoded(sent) != value):
+            if value is not None and (sent is None or not _same(_decoded(sent), value)):
                 return f"Mcp-Param-{declared} does not match the argument"
         return None
 
