@@ -17,7 +17,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -33,6 +33,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from ._limits import MAX_SAFE_INTEGER
+from ._versions import SUPPORTED_PROTOCOL_VERSIONS
 from .flows import ProjectionError, check_flow_name
 
 __all__ = [
@@ -78,6 +79,12 @@ class _Entry(BaseModel):
     name_prefix: NonEmpty | None = None
     """Replaces the default ``mcp/<server>`` flow-name prefix."""
 
+    protocol: Literal["auto", "legacy", "modern"] | None = None
+    """The protocol era: ``auto`` (the default) probes, ``legacy`` is the
+    handshake only, ``modern`` is 2026-07-28 only."""
+    protocol_version: NonEmpty | None = None
+    """Pin one revision (one of ``SUPPORTED_PROTOCOL_VERSIONS``)."""
+
     handshake_timeout_ms: Limit | None = None
     request_timeout_ms: Limit | None = None
     max_frame_bytes: Limit | None = None
@@ -99,6 +106,13 @@ class _Entry(BaseModel):
             check_flow_name(value, what="server")
         except ProjectionError:
             raise ValueError("must not contain control or format characters") from None
+        return value
+
+    @field_validator("protocol_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None and value not in SUPPORTED_PROTOCOL_VERSIONS:
+            raise ValueError("must be one of " + ", ".join(SUPPORTED_PROTOCOL_VERSIONS))
         return value
 
     @field_validator("name_prefix")
@@ -138,6 +152,8 @@ class _Entry(BaseModel):
 class ConnectOptions(_Entry):
     """A server started as a subprocess and spoken to over stdio."""
 
+    transport: Literal["stdio"] | None = Field(default=None, alias="type")
+    """``"stdio"`` (written ``type`` in the file): what an entry with a command is anyway."""
     command: NonEmpty
     """The executable. A relative path is resolved from the working directory
     of the process that connects, not from the config file's directory."""
@@ -161,6 +177,9 @@ class ConnectOptions(_Entry):
 class HttpConnectOptions(_Entry):
     """A remote server spoken to over Streamable HTTP."""
 
+    transport: Literal["http", "sse"] | None = Field(default=None, alias="type")
+    """``"http"`` (Streamable HTTP, the default) or ``"sse"`` (the deprecated
+    HTTP+SSE transport of 2024-11-05); written ``type`` in the file."""
     url: NonEmpty
     """An absolute ``http:`` or ``https:`` URL, without a user or password."""
     bearer_token_env: NonEmpty | None = None

@@ -325,7 +325,7 @@ def test_check_reports_every_server(tmp_path: Path) -> None:
     )
     assert lines[4:] == [
         "FAIL  picky    stdio  include names 'nope', not in the catalog of server 'picky'",
-        "ok    small    stdio  3 flow(s), protocol 2025-06-18",
+        "ok    small    stdio  3 flow(s), protocol 2025-11-25",
         "2 of 4 server(s) failed",
     ]
 

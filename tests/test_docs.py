@@ -325,6 +325,8 @@ _ERROR_CLASSES = {
     "Timeout",
     "ToolNotFound",
     "RemoteError",
+    "InputRequired",
+    "NoCommonVersion",
     "_NumberRefused",
 }
 

@@ -132,7 +132,7 @@ def test_sdk_server_session_deleted_on_close_and_renewed_after_404(
         assert first
         # End the session behind the client's back: the next call gets 404, and
         # the client starts a new session once and sends the call again.
-        headers = {"Mcp-Session-Id": first, "MCP-Protocol-Version": "2025-06-18"}
+        headers = {"Mcp-Session-Id": first, "MCP-Protocol-Version": "2025-11-25"}
         assert httpx.delete(url, headers=headers).status_code == 200
         assert session.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
         second = session_id(session)
