@@ -200,8 +200,10 @@ def _auto(core: _Core, *, http: bool) -> Negotiated:
 def _discard(core: _Core) -> None:
     """Tear down a session that a fresh one replaces. Its stderr is not
     reported: the fresh session's is what the caller gets."""
+    from ._session import CLOSED_BY_CALLER
+
     core.diagnostics = None
-    core.terminate(core.terminal or ConnectionClosed("replaced by a fresh session"), wait=True)
+    core.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=True)
 
 
 def _finish(core: _Core, era: str, info: ServerInfo) -> Negotiated:
