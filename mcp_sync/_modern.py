@@ -308,6 +308,6 @@ class ModernPath:
 
 
 def _shown_method(method: str) -> str:
-    # A method name is the server's text: the known ones by name, others escaped.
-    return method if method in _KNOWN_INPUT_METHODS else ascii(method[:64])
+    # A method name is the server's text: only the known ones are named.
+    return method if method in _KNOWN_INPUT_METHODS else "a request this client does not know"
 

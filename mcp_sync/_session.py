@@ -482,7 +482,7 @@ class _Core:
         The one place the modern era's retries get their answers. No handler
         is installed yet, so every request is refused with :class:`InputRequired`.
         """
-        raise InputRequired(f"no handler answers {method!a}", (method,))
+        raise InputRequired("no handler answers this input request", (method,))
 
     # ----------------------------------------------------------- calling
 
