@@ -26,11 +26,13 @@ So that ``auto`` never connects fewer servers than the handshake alone
   refused (``-32022``, or any JSON-RPC error), and that refusal after a
   silent probe sends the probe once more, to a server that is up now;
 - over stdio, a probe that ends the session (the server exits, closes a
-  pipe, or writes a frame that breaks the rules), or a handshake that fails
-  after the probe (a server may pick its era at the first request it reads),
-  gets one fresh process, and that process sees the handshake alone, exactly
-  as ``protocol="legacy"`` would send it. A handshake that times out is not
-  tried again.
+  pipe, or writes a frame that breaks the rules), or a handshake after the
+  probe that ends it the same way or is refused with ``-32022`` (a server
+  that picks its era at the first request it reads, and whose modern side
+  failed the probe), gets one fresh process, and that process sees the
+  handshake alone, exactly as ``protocol="legacy"`` would send it. A
+  handshake that times out, or that a server refuses with any other JSON-RPC
+  error, is not tried again: it would be refused the same way.
 
 A probe that a server answers with an error costs one round trip more than
 the handshake alone; that is the price of ``auto`` for a handshake-era server.
@@ -184,13 +186,16 @@ def _auto(core: _Core, *, http: bool) -> Negotiated:
         modern = _reprobe(core, exc, outcome.silent, http=http)
         if modern is not None:
             return _finish(core, MODERN, modern)
-        if http:
+        # A -32022 here says the probe set this process to the modern era (a
+        # server that picks its era at the first request it reads); a fresh
+        # one has seen nothing. Any other refusal is the handshake's own.
+        if http or exc.code != UNSUPPORTED_PROTOCOL_VERSION:
             raise
         raise _Fresh from None
     except (ConnectionClosed, ProtocolError) as exc:
-        # Over stdio the probe may have set the process against the handshake
-        # (a server that chooses its era at the first request); a new one has
-        # seen nothing. Over HTTP each request stands alone: the error stands.
+        # Over stdio the server may have taken the probe badly and shown it
+        # only now (an exit, a broken frame). Over HTTP each request stands
+        # alone: the error stands.
         if http or isinstance(exc, NoCommonVersion):
             raise
         raise _Fresh from None

@@ -317,18 +317,24 @@ def test_a_slow_modern_only_server_that_refuses_initialize_otherwise(tmp_path: P
         assert session.era == "modern"
 
 
-def test_a_handshake_failure_after_the_probe_is_tried_once_on_a_fresh_process(
-    tmp_path: Path,
-) -> None:
-    # The probe may have set the process against the handshake (a server that
-    # picks its era at the first request): a fresh one gets the handshake alone,
-    # and if it fails there too, that error stands. No second probe.
+def test_a_handshake_refused_after_the_probe_is_the_handshakes_error(tmp_path: Path) -> None:
+    # A JSON-RPC refusal of initialize (other than -32022) would meet a fresh
+    # process too: no second process, no second probe, the error stands.
     log, spawned = tmp_path / "log", tmp_path / "starts"
     refusal = 'initialize={"jsonrpc":"2.0","id":{id},"error":{"code":-32603,"message":"no"}}'
     with pytest.raises(mcp_sync.RemoteError) as caught:
         connect_fake("--answer", refusal, "--log", str(log), "--starts", str(spawned))
     assert caught.value.code == -32603
-    assert methods(log) == ["server/discover", "initialize", "initialize"]
+    assert methods(log) == ["server/discover", "initialize"]
+    assert len(starts(spawned)) == 1
+
+
+def test_a_server_that_exits_on_initialize_after_the_probe_gets_one_fresh_process(
+    tmp_path: Path,
+) -> None:
+    spawned = tmp_path / "starts"
+    with pytest.raises(mcp_sync.ConnectionClosed, match="exited with code 3"):
+        connect_fake("--exit-on", "initialize", "--starts", str(spawned))
     assert len(starts(spawned)) == 2
 
 
