@@ -1119,8 +1119,8 @@ class HttpTransport:
             session_id = self._session_id
         finally:
             self._session_lock.release()
-        if session_id is None or self._skip_delete:
-            return
+        if session_id is None or self._skip_delete or self._sink.era == MODERN:
+            return  # (a modern session has no protocol session to end)
         headers = {"Accept-Encoding": "identity", "Mcp-Session-Id": session_id}
         if self._token is not None:
             headers["Authorization"] = "Bearer " + self._token.reveal()

@@ -81,11 +81,10 @@ REGION_TOOL = {
 
 def test_modern_http_headers_on_every_post_and_no_session(tmp_path: Path) -> None:
     log = tmp_path / "headers"
-    with fake_http("--era", "dual", "--header-log", str(log)) as url:
-        with connect(url) as session:
-            assert (session.era, session.protocol_version) == ("modern", "2026-07-28")
-            assert session.call_tool("add", {"a": 2, "b": 3}).structured_content == {"sum": 5}
-            assert session.call_tool("echo", {"message": "hi"}).content[0]["text"] == "hi"
+    with fake_http("--era", "dual", "--header-log", str(log)) as url, connect(url) as session:
+        assert (session.era, session.protocol_version) == ("modern", "2026-07-28")
+        assert session.call_tool("add", {"a": 2, "b": 3}).structured_content == {"sum": 5}
+        assert session.call_tool("echo", {"message": "hi"}).content[0]["text"] == "hi"
     posts = header_log(log)
     assert [p["method"] for p in posts] == ["server/discover", "tools/list", "tools/call", "tools/call"]
     for post in posts:
@@ -98,9 +97,8 @@ def test_modern_http_headers_on_every_post_and_no_session(tmp_path: Path) -> Non
 
 def test_legacy_http_keeps_its_headers(tmp_path: Path) -> None:
     log = tmp_path / "headers"
-    with fake_http("--era", "dual", "--header-log", str(log)) as url:
-        with connect(url, protocol="legacy") as session:
-            session.call_tool("echo", {"message": "hi"})
+    with fake_http("--era", "dual", "--header-log", str(log)) as url, connect(url, protocol="legacy") as session:
+        session.call_tool("echo", {"message": "hi"})
     posts = header_log(log)
     assert [p["method"] for p in posts] == [
         "initialize", "notifications/initialized", "tools/list", "tools/call"
@@ -153,10 +151,9 @@ def test_declared_arguments_are_mirrored_into_headers(
 ) -> None:
     log = tmp_path / "headers"
     with fake_http("--era", "modern", "--tools", json.dumps([REGION_TOOL]),
-                   "--header-log", str(log)) as url:
-        with connect(url) as session:
-            # The fake refuses a call whose headers do not match its body (-32020).
-            session.call_tool("query", arguments)
+                   "--header-log", str(log)) as url, connect(url) as session:
+        # The fake refuses a call whose headers do not match its body (-32020).
+        session.call_tool("query", arguments)
     call = lower(header_log(log)[-1]["headers"])
     assert {k: v for k, v in call.items() if k.startswith("mcp-param-")} == expected
 
@@ -174,15 +171,14 @@ def test_an_argument_no_header_can_carry_sends_nothing(
 ) -> None:
     log = tmp_path / "headers"
     with fake_http("--era", "modern", "--tools", json.dumps([REGION_TOOL]),
-                   "--header-log", str(log)) as url:
-        with connect(url) as session:
-            with pytest.raises(mcp_sync.ProtocolError) as caught:
-                session.call_tool("query", {"priority": value})
-            assert str(caught.value) == (
-                f"the argument mirrored into header Mcp-Param-Priority {message}"
-            )
-            assert not session.closed
-            session.call_tool("query", {"priority": 1})
+                   "--header-log", str(log)) as url, connect(url) as session:
+        with pytest.raises(mcp_sync.ProtocolError) as caught:
+            session.call_tool("query", {"priority": value})
+        assert str(caught.value) == (
+            f"the argument mirrored into header Mcp-Param-Priority {message}"
+        )
+        assert not session.closed
+        session.call_tool("query", {"priority": 1})
     assert [p["method"] for p in header_log(log)].count("tools/call") == 1
 
 
@@ -285,22 +281,20 @@ def test_header_bindings_walk_is_iterative() -> None:
 
 def test_32022_in_a_400_body_is_retried_once(tmp_path: Path) -> None:
     log = tmp_path / "headers"
-    with fake_http("--era", "modern", "--refuse-first", "--header-log", str(log)) as url:
-        with connect(url) as session:
-            assert session.era == "modern"
+    with fake_http("--era", "modern", "--refuse-first", "--header-log", str(log)) as url, connect(url) as session:
+        assert session.era == "modern"
     assert [p["method"] for p in header_log(log)] == ["server/discover", "server/discover", "tools/list"]
 
 
 def test_a_header_mismatch_fails_that_call(tmp_path: Path) -> None:
-    with fake_http("--era", "modern", "--header-mismatch") as url:
-        with connect(url) as session:
-            with pytest.raises(mcp_sync.RemoteError) as caught:
-                session.call_tool("echo", {"message": "x"})
-            assert caught.value.code == -32020
-            assert str(caught.value) == (
-                "server 'web' answered tools/call with HTTP 400 and JSON-RPC error -32020"
-            )
-            assert not session.closed
+    with fake_http("--era", "modern", "--header-mismatch") as url, connect(url) as session:
+        with pytest.raises(mcp_sync.RemoteError) as caught:
+            session.call_tool("echo", {"message": "x"})
+        assert caught.value.code == -32020
+        assert str(caught.value) == (
+            "server 'web' answered tools/call with HTTP 400 and JSON-RPC error -32020"
+        )
+        assert not session.closed
 
 
 @pytest.mark.parametrize(("status", "code"), [(404, -32601), (400, -32020)])
@@ -327,16 +321,15 @@ def test_modern_http_auto_against_a_modern_only_server_over_the_fake(tmp_path: P
 
 
 def test_input_required_over_http() -> None:
-    with fake_http("--era", "modern", "--input-tools") as url:
-        with connect(url) as session:
-            with pytest.raises(mcp_sync.InputRequired):
-                session.call_tool("ask_input")
+    with fake_http("--era", "modern", "--input-tools") as url, connect(url) as session:
+        with pytest.raises(mcp_sync.InputRequired):
+            session.call_tool("ask_input")
 
-            def answer(method: str, params: Any, deadline: float) -> dict[str, Any]:
-                return {"action": "accept", "content": {}}
+        def answer(method: str, params: Any, deadline: float) -> dict[str, Any]:
+            return {"action": "accept", "content": {}}
 
-            session._core.answer_input_request = answer  # type: ignore[method-assign]
-            assert session.call_tool("ask_input").content[0]["text"] == "input received"
+        session._core.answer_input_request = answer  # type: ignore[method-assign]
+        assert session.call_tool("ask_input").content[0]["text"] == "input received"
 
 
 # ------------------------------------------------------------------ cancellation and streams

@@ -101,7 +101,9 @@ def test_schemas_are_kept_over_http_in_the_modern_era() -> None:
     with canary() as (url, hits):
         schema = {**RICH_SCHEMA, "properties": {"profile": {"$ref": url}}}
         tools = [{"name": "order", "inputSchema": schema}]
-        with fake_http("--era", "modern", "--tools", json.dumps(tools)) as server_url:
-            with connect(server_url) as session:
-                assert mcp_sync.thaw(session.tool("order").input_schema) == schema
+        with (
+            fake_http("--era", "modern", "--tools", json.dumps(tools)) as server_url,
+            connect(server_url) as session,
+        ):
+            assert mcp_sync.thaw(session.tool("order").input_schema) == schema
         assert hits == []

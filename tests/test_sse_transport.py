@@ -200,9 +200,11 @@ def test_a_get_that_is_refused_fails_connect(status: int, kind: type[Exception])
 
 
 def test_an_error_status_on_a_post_fails_that_request() -> None:
-    with sse_server(post_status=500) as cfg:
-        with pytest.raises(mcp_sync.RemoteError, match="answered a message with HTTP 500"):
-            connect(cfg)
+    with (
+        sse_server(post_status=500) as cfg,
+        pytest.raises(mcp_sync.RemoteError, match="answered a message with HTTP 500"),
+    ):
+        connect(cfg)
 
 
 def test_sse_is_legacy_only() -> None:
