@@ -153,8 +153,10 @@ def parse_call_result(result: object, tool: str, *, any_structured: bool = False
     content = result.get("content")
     if not isinstance(content, list):
         raise InvalidResponse(f"the result of tool {tool!a} has no content array")
-    is_error = result.get("isError", False)
-    if not isinstance(is_error, bool):
+    is_error = result.get("isError")
+    if is_error is None:  # absent, or null (SPEC 9.13)
+        is_error = False
+    elif not isinstance(is_error, bool):
         raise InvalidResponse(f"the result of tool {tool!a} has a non-boolean isError")
     structured = result.get("structuredContent")
     # Since 2026-07-28 structured content may be any JSON value.

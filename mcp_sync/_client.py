@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ._eras import check_protocol, negotiate
@@ -27,7 +27,10 @@ def connect(
     inherit_env: bool | None = None,
     url: str | None = None,
     bearer_token_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    allow_insecure_http: bool | None = None,
     http_client: Any = None,
+    secrets: Iterable[str] | None = None,
     transport: str | None = None,
     protocol: str | None = None,
     protocol_version: str | None = None,
@@ -55,6 +58,13 @@ def connect(
     arguments override its fields. Blocks until the era is settled and the
     catalog walk is done; on any failure raises an :class:`McpError` and
     leaves nothing running.
+
+    ``headers`` are static HTTP headers, private like the bearer token.
+    Credentials (a token or headers) are refused over plain ``http:`` to a
+    host that is not loopback unless ``allow_insecure_http=True``.
+    ``secrets`` are extra values to mask in the diagnostic stderr tail
+    (the values of ``env`` always are); a config entry passes the values
+    its variables expanded to.
     """
     given: dict[str, Any] = {k: v for k, v in locals().items() if k != "options"}
     merged: dict[str, Any] = dict(options.connect_kwargs()) if options is not None else {}
@@ -63,10 +73,17 @@ def connect(
 
 
 def connect_http(
-    *, server: str, url: str, bearer_token_env: str | None = None, **kwargs: Any
+    *,
+    server: str,
+    url: str,
+    bearer_token_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **kwargs: Any,
 ) -> Session:
     """:func:`connect` to a Streamable HTTP server."""
-    return connect(server=server, url=url, bearer_token_env=bearer_token_env, **kwargs)
+    return connect(
+        server=server, url=url, bearer_token_env=bearer_token_env, headers=headers, **kwargs
+    )
 
 
 def _connect(
@@ -79,7 +96,10 @@ def _connect(
     inherit_env: object = False,
     url: object = None,
     bearer_token_env: object = None,
+    headers: object = None,
+    allow_insecure_http: object = None,
     http_client: object = None,
+    secrets: object = None,
     transport: object = None,
     protocol: object = None,
     protocol_version: object = None,
@@ -108,7 +128,14 @@ def _connect(
     if url is not None:
         from ._http import check_http_options
 
-        http_options = check_http_options(server, url, bearer_token_env, http_client)
+        http_options = check_http_options(
+            server,
+            url,
+            bearer_token_env,
+            http_client,
+            headers=headers,
+            allow_insecure_http=allow_insecure_http,
+        )
         if transport == "sse":
             if mode == "modern":
                 raise ProtocolError(
@@ -137,10 +164,16 @@ def _connect(
 
         if not isinstance(command, str) or not command:
             raise ProtocolError("option command must be a non-empty string")
+        if headers is not None or allow_insecure_http is not None:
+            raise ProtocolError(
+                "options headers and allow_insecure_http apply only to an HTTP server (url)"
+            )
         arg_list = _string_list(args)
         if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
             raise ProtocolError("option cwd must be a path")
-        child_env = child_environment(_string_map(env), inherit_env is True)
+        extra_env = _string_map(env)
+        child_env = child_environment(extra_env, inherit_env is True)
+        masked = _secret_values(secrets, extra_env)
         workdir = os.fspath(cwd) if cwd is not None else None
 
         def open_core() -> _Core:
@@ -153,6 +186,7 @@ def _connect(
                 cwd=workdir,
                 env=child_env,
                 limits=limits,
+                secrets=masked,
             )
             return core
 
@@ -181,3 +215,18 @@ def _string_map(value: object) -> dict[str, str] | None:
         if not isinstance(item, str) or "\0" in item:
             raise ProtocolError(f"option env has a value for {key!a} that is not a string")
     return dict(value)
+
+
+def _secret_values(secrets: object, env: Mapping[str, str] | None) -> tuple[str, ...]:
+    """Values the stderr tail masks: ``secrets`` and the values of ``env``."""
+    values: list[str] = []
+    if secrets is not None:
+        if isinstance(secrets, (str, bytes)) or not isinstance(secrets, Iterable):
+            raise ProtocolError("option secrets must be a collection of strings")
+        for item in secrets:
+            if not isinstance(item, str):
+                raise ProtocolError("option secrets must be a collection of strings")
+            values.append(item)
+    if env:
+        values.extend(env.values())
+    return tuple(values)

@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._catalog import ServerInfo, Tool
 from ._errors import ConnectionClosed, InvalidResponse, McpError, ProtocolError, RemoteError, Timeout
-from ._headers import Binding, InvalidHeaders, header_bindings
 from ._limits import seconds
+from ._mcp_headers import Binding, InvalidHeaders, header_bindings
 from ._modern import (
     META_SERVER_INFO,
     ModernPath,

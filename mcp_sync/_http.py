@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import urlsplit
 
 from ._errors import ConnectionClosed, McpError, ProtocolError, RemoteError
+from ._headers import check_headers, plain_http_refused
 from ._jsonrpc import decode_line, encode
 from ._limits import Limits, seconds
 from ._redact import Redacted
@@ -104,7 +105,13 @@ def _import_httpx() -> ModuleType:
 
 
 def check_http_options(
-    server: str, url: object, bearer_token_env: object, http_client: object
+    server: str,
+    url: object,
+    bearer_token_env: object,
+    http_client: object,
+    *,
+    headers: object = None,
+    allow_insecure_http: object = None,
 ) -> dict[str, Any]:
     """Validate the HTTP options before any traffic; the keyword arguments of
     :class:`HttpTransport` (besides the session and limits)."""
@@ -138,9 +145,29 @@ def check_http_options(
                 "named by bearer_token_env holds characters a bearer token cannot contain"
             )
         token = Redacted(value)
+    extra: Redacted[dict[str, str]] | None = None
+    if headers is not None:
+        try:
+            extra = Redacted(check_headers(headers, has_token=token is not None))
+        except ValueError as exc:
+            raise ProtocolError(f"server {server!r}: option headers {exc}") from None
+    if allow_insecure_http is not None and not isinstance(allow_insecure_http, bool):
+        raise ProtocolError("option allow_insecure_http must be a bool")
+    if plain_http_refused(
+        url, sends_credentials=token is not None or bool(extra and extra.reveal()),
+        allowed=allow_insecure_http is True,
+    ):
+        raise ProtocolError(
+            f"server {server!r}: refusing to send a bearer token or headers over plain http:// "
+            "to a host that is not loopback; use https:, or pass allow_insecure_http=True "
+            "to send them unencrypted"
+        )
     if http_client is not None and not isinstance(http_client, httpx.Client):
         raise ProtocolError("option http_client must be an httpx.Client (not an AsyncClient)")
-    return {"server": server, "url": url, "token": token, "http_client": http_client}
+    return {
+        "server": server, "url": url, "token": token, "http_client": http_client,
+        "headers": extra,
+    }
 
 
 def _valid_url(url: str) -> bool:
@@ -353,6 +380,7 @@ class HttpTransport:
         url: str,
         token: Redacted[str] | None,
         http_client: httpx.Client | None,
+        headers: Redacted[dict[str, str]] | None = None,
     ) -> None:
         self._httpx = hx = _import_httpx()
         self._sink = sink
@@ -360,6 +388,8 @@ class HttpTransport:
         self._server = server
         self._url = url
         self._token = token
+        # Static headers (connect(headers=...)): private like the token.
+        self._extra_headers = headers
         self._owns_client = http_client is None
         if http_client is None:
             # trust_env: HTTP(S)_PROXY, NO_PROXY, SSL_CERT_FILE... apply as usual.
@@ -452,6 +482,11 @@ class HttpTransport:
             sockets = list(self._inflight.get(key, ())) if key is not None else []
         for sock in sockets:
             _wake(sock)
+
+    def reply(self, frame: bytes) -> bool:
+        # Server requests arrive on a worker's stream, never on a caller's
+        # thread: the worker POSTs the reply itself.
+        return self.send(frame, None, seconds(self._limits.request_timeout_ms))
 
     def _in_worker(self) -> bool:
         return getattr(self._local, "worker", False) is True
@@ -859,6 +894,8 @@ class HttpTransport:
 
     def _headers(self, accept: str, *, session: bool = True) -> dict[str, str]:
         headers = {"Accept": accept, "Accept-Encoding": "identity"}
+        if self._extra_headers is not None:
+            headers.update(self._extra_headers.reveal())
         if self._token is not None:
             headers["Authorization"] = "Bearer " + self._token.reveal()
         if session:
@@ -1122,6 +1159,8 @@ class HttpTransport:
         if session_id is None or self._skip_delete or self._sink.era == MODERN:
             return  # (a modern session has no protocol session to end)
         headers = {"Accept-Encoding": "identity", "Mcp-Session-Id": session_id}
+        if self._extra_headers is not None:
+            headers.update(self._extra_headers.reveal())
         if self._token is not None:
             headers["Authorization"] = "Bearer " + self._token.reveal()
         version = self._sink.protocol_version

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from itertools import accumulate, repeat
-from operator import sub
+from itertools import accumulate, compress, repeat
+from operator import eq, sub
 from typing import Any
 
 from ._errors import ProtocolError
@@ -20,29 +20,59 @@ __all__ = [
     "json_depth",
 ]
 
-# A complete JSON string literal, written as an unrolled loop so the regex
-# engine runs in linear time.
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-# Brackets become 2 (open) or 0 (close); everything else is deleted. After
-# subtracting 1, a running sum is the nesting depth.
-_OPEN_CLOSE = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
-_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+# One JSON string literal, or the unterminated rest of the text after a quote.
+# Possessive quantifiers and an ending that cannot fail make every match run
+# straight ahead: each byte is looked at once, whatever the input, so a
+# hostile line (an unterminated string of escaped quotes) costs linear time.
+_STRING_BODY = rb'[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)'
 
 
-def json_depth(text: bytes) -> int:
-    """The deepest nesting of objects/arrays in JSON ``text``, without recursion.
+def _letter(code: int) -> bytes:
+    """A pattern for one ASCII letter inside a string literal: itself, or its
+    ``\\u00XX`` escape (hex digits of either case)."""
+    high, low = divmod(code, 16)
+    return b"(?:%c|\\\\u00%x[%x%X])" % (code, high, low, low)
+
+
+# A string literal that decodes to "jsonrpc", spelled plainly or with escapes.
+_JSONRPC_KEY = b'"' + b"".join(_letter(code) for code in b"jsonrpc") + b'"'
+# Every string literal goes; one that spells "jsonrpc" stays, for the top-level check.
+_STRINGS = re.compile(rb"(?P<key>" + _JSONRPC_KEY + rb')|"' + _STRING_BODY, re.DOTALL)
+# A kept "jsonrpc" literal followed by a colon is a member name.
+_MEMBER = re.compile(rb'"[^"]*+"[ \t\r\n]*+:')
+# Brackets become 2 (open) or 0 (close), a member marker (NUL) 1; the rest goes.
+# After subtracting 1, a running sum is the nesting depth.
+_TRANSLATE = bytes.maketrans(b"[{]}\0", b"\x02\x02\x00\x00\x01")
+_DELETE = bytes(b for b in range(256) if b not in b"[]{}\0")
+_WHITESPACE = b" \t\r\n"
+# An integer literal this long may be past the range of a double (~1.8e308).
+_LONG_DIGITS = re.compile(rb"(?<![0-9])[0-9]{309}")
+# The smallest integer that a double cannot hold: float() of it overflows.
+_INT_OVERFLOW = 2**1024 - 2**970
+
+
+def _depth_profile(text: bytes) -> tuple[int, bool]:
+    """The deepest nesting of ``text`` and whether its top-level object has a
+    member named ``jsonrpc``: linear time, no recursion, no parsing.
 
     Brackets inside string literals are ignored. For invalid JSON the answer
     is meaningless but finite; the parser rejects such text anyway.
     """
+    kept = _STRINGS.sub(rb"\g<key>", text.replace(b"\0", b""))
+    stream = _MEMBER.sub(b"\0", kept).translate(_TRANSLATE, _DELETE)
+    if not stream:
+        return 0, False
+    depths = list(accumulate(map(sub, stream, repeat(1))))
+    # A member marker adds nothing, so the depth at it is its object's depth.
+    return max(depths), 1 in compress(depths, map(eq, stream, repeat(1)))
+
+
+def json_depth(text: bytes) -> int:
+    """The deepest nesting of objects/arrays in JSON ``text``, without recursion."""
     if text.count(b"[") + text.count(b"{") <= MAX_JSON_DEPTH:
         # Cannot nest deeper than the number of containers it opens.
         return 0
-    brackets = _STRING.sub(b"", text).translate(_OPEN_CLOSE, _NOT_BRACKET)
-    if not brackets:
-        return 0
-    depth: int = max(accumulate(map(sub, brackets, repeat(1))))
-    return depth
+    return _depth_profile(text)[0]
 
 
 class _NumberRefused(ValueError):
@@ -60,6 +90,18 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _finite_int(text: str) -> int:
+    # Only for frames holding a run of 309+ digits (see _loads): the common
+    # case keeps the C scanner's own integer parsing.
+    try:
+        value = int(text)
+    except ValueError:  # past the interpreter's digit limit: far past a double
+        value = _INT_OVERFLOW
+    if not -_INT_OVERFLOW < value < _INT_OVERFLOW:
+        raise _NumberRefused("a frame contains a number that overflows to infinity")
+    return value
+
+
 def _lenient_parse(text: str) -> Any:
     """Parse only to classify a line whose numbers were refused."""
     return json.loads(text, parse_constant=float, parse_int=lambda _: 0, parse_float=float)
@@ -67,6 +109,9 @@ def _lenient_parse(text: str) -> Any:
 
 # Built once: json.loads/json.dumps with options build a new codec per call.
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+_LONG_NUMBER_DECODER = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_finite_int
+)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _SCAN: Any = getattr(_DECODER, "scan_once")  # noqa: B009 - untyped in typeshed
 
@@ -94,7 +139,11 @@ def _dumps(message: dict[str, Any]) -> str:
     return "".join(_C_ENCODE(message, 0))
 
 
-def _loads(text: str) -> Any:
+def _loads(line: bytes, text: str) -> Any:
+    if len(line) > 308 and _LONG_DIGITS.search(line):
+        # An integer literal may be past a double's range (SPEC 9.15); digits
+        # inside a string bring a frame here too, which only costs time.
+        return _LONG_NUMBER_DECODER.decode(text)
     # The common case, a frame with no surrounding whitespace, straight to
     # the C scanner; anything else through the full decoder, which also
     # raises the proper errors.
@@ -108,40 +157,40 @@ def _loads(text: str) -> Any:
 
 
 def decode_line(line: bytes) -> dict[str, Any] | None:
-    """One stdout line as a protocol message, or ``None`` if it is noise.
+    """One inbound line as a protocol message, or ``None`` if it is noise.
 
     Noise is a blank line, text that is not UTF-8 JSON, or JSON that is not an
     object with an own ``jsonrpc`` key. A line that is (or, when it cannot be
     parsed safely, looks like) a protocol message but breaks a rule raises
-    :class:`ProtocolError`.
+    :class:`ProtocolError`. Linear in the line's length for every input.
     """
+    if not line.lstrip(_WHITESPACE).startswith(b"{"):
+        return None  # not an object: noise, whatever else it holds
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if json_depth(line) > MAX_JSON_DEPTH:
-        # Too deep to parse without recursion. An object might be a message.
-        if text.lstrip().startswith("{"):
-            raise ProtocolError(
-                f"a frame nests deeper than the JSON depth limit of {MAX_JSON_DEPTH}"
-            )
-        return None
+    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH:
+        depth, has_jsonrpc = _depth_profile(line)
+        if depth > MAX_JSON_DEPTH:
+            # Too deep to parse without recursion: a message only if its
+            # top-level object names jsonrpc (SPEC 9.14).
+            if has_jsonrpc:
+                raise ProtocolError(
+                    f"a frame nests deeper than the JSON depth limit of {MAX_JSON_DEPTH}"
+                )
+            return None
     try:
-        value = _loads(text)
+        value = _loads(line, text)
     except json.JSONDecodeError:
         return None
-    except ValueError as exc:  # a refused number, or an integer past the digit limit
+    except ValueError as exc:  # a refused number
         try:
             lenient = _lenient_parse(text)
         except ValueError:
             return None
         if isinstance(lenient, dict) and "jsonrpc" in lenient:
-            reason = (
-                str(exc)
-                if isinstance(exc, _NumberRefused)
-                else "a frame contains an integer with too many digits"
-            )
-            raise ProtocolError(reason) from None
+            raise ProtocolError(str(exc)) from None
         return None
     if isinstance(value, dict) and "jsonrpc" in value:
         return value
@@ -154,7 +203,13 @@ def encode(message: dict[str, Any], max_bytes: int) -> bytes:
         data = _dumps(message).encode("utf-8")
     except UnicodeEncodeError:
         raise ProtocolError("an outgoing string contains a lone surrogate") from None
-    except ValueError:
+    except ValueError as exc:
+        # NaN and infinities, or an integer past the interpreter's digit limit
+        # for int-to-text conversion.
+        if "digit" in str(exc):
+            raise ProtocolError(
+                "an outgoing integer is too large to encode (beyond the range of a JSON number)"
+            ) from None
         raise ProtocolError("an outgoing number is NaN or infinite") from None
     if len(data) > max_bytes:
         raise ProtocolError(
@@ -169,22 +224,48 @@ _SCALARS = (str, int, float, bool, type(None))
 _FLAT = frozenset({str, int, bool, type(None)})
 
 
+def _too_deep() -> ProtocolError:
+    return ProtocolError(f"tool arguments nest deeper than the JSON depth limit of {MAX_JSON_DEPTH}")
+
+
+def _too_large(max_bytes: int) -> ProtocolError:
+    return ProtocolError(f"tool arguments encode to more than max_outbound_frame_bytes={max_bytes}")
+
+
+def _int_too_large() -> ProtocolError:
+    return ProtocolError(
+        "tool arguments contain an integer beyond the range of a JSON number (it overflows a double)"
+    )
+
+
 def check_arguments(arguments: object, max_bytes: int) -> None:
     """Refuse tool arguments that cannot be sent, before any copying.
 
     The root must be a dict with str keys; it sits at depth 3 (envelope,
     ``params``, arguments). Walks iteratively, keeping a lower bound of the
     encoded size and stopping as soon as it passes ``max_bytes``: a small
-    graph whose children are shared can expand exponentially when encoded.
+    graph whose children are shared can expand exponentially when encoded,
+    and one huge string must not be encoded only to be refused.
     """
     if not isinstance(arguments, dict):
         raise ProtocolError(
             f"tool arguments must be a dict with str keys, got {type(arguments).__name__}"
         )
-    if len(arguments) <= 16 and all(
-        type(key) is str and type(value) in _FLAT for key, value in arguments.items()
-    ):
-        return  # flat: nothing to expand, and encode() checks the exact size
+    if len(arguments) <= 16:
+        # The common flat case, without the walk's bookkeeping.
+        size = 0
+        for key, value in arguments.items():
+            kind = type(value)
+            if type(key) is not str or kind not in _FLAT:
+                break
+            if kind is str:
+                size += len(key) + len(value)
+            elif kind is int and not -_INT_OVERFLOW < value < _INT_OVERFLOW:
+                raise _int_too_large()
+        else:
+            if size > max_bytes:
+                raise _too_large(max_bytes)
+            return  # encode() checks the exact size
     budget = max_bytes
     stack: list[tuple[object, int]] = [(arguments, 3)]
     while stack:
@@ -193,9 +274,7 @@ def check_arguments(arguments: object, max_bytes: int) -> None:
             budget -= len(value) + 2
         elif isinstance(value, dict):
             if depth > MAX_JSON_DEPTH:
-                raise ProtocolError(
-                    f"tool arguments nest deeper than the JSON depth limit of {MAX_JSON_DEPTH}"
-                )
+                raise _too_deep()
             budget -= 2 + len(value)
             for key, item in value.items():
                 if not isinstance(key, str):
@@ -206,14 +285,16 @@ def check_arguments(arguments: object, max_bytes: int) -> None:
                 stack.append((item, depth + 1))
         elif isinstance(value, (list, tuple)):
             if depth > MAX_JSON_DEPTH:
-                raise ProtocolError(
-                    f"tool arguments nest deeper than the JSON depth limit of {MAX_JSON_DEPTH}"
-                )
+                raise _too_deep()
             budget -= 2 + len(value)
             stack.extend((item, depth + 1) for item in value)
         elif isinstance(value, float):
             if not math.isfinite(value):
                 raise ProtocolError("tool arguments contain NaN or an infinite number")
+            budget -= 1
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if not -_INT_OVERFLOW < value < _INT_OVERFLOW:
+                raise _int_too_large()
             budget -= 1
         elif isinstance(value, _SCALARS):
             budget -= 1
@@ -223,6 +304,4 @@ def check_arguments(arguments: object, max_bytes: int) -> None:
                 "which JSON cannot carry"
             )
         if budget < 0:
-            raise ProtocolError(
-                f"tool arguments encode to more than max_outbound_frame_bytes={max_bytes}"
-            )
+            raise _too_large(max_bytes)

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
     "Limits",
+    "reply_not_queued",
     "seconds",
 ]
 
@@ -89,3 +90,13 @@ def check_limit(name: str, value: object) -> int:
 def seconds(ms: int) -> float:
     """Milliseconds as a wait that ``threading`` accepts (clamped to TIMEOUT_MAX)."""
     return min(ms / 1000.0, threading.TIMEOUT_MAX)
+
+
+def reply_not_queued(limits: Limits) -> ProtocolError:
+    """The session's end when a reply to a server request found no room in
+    the outbound queue for ``request_timeout_ms`` (SPEC 9.11)."""
+    return ProtocolError(
+        "a reply to a server request could not be queued within "
+        f"request_timeout_ms={limits.request_timeout_ms} "
+        f"(queue_capacity={limits.queue_capacity} is full)"
+    )

@@ -4,7 +4,7 @@ types, version retries and multi round-trip requests.
 No handshake and no protocol session: every request carries, in
 ``params._meta``, the protocol version it speaks, the client's capabilities
 and its identity; over HTTP the version, method and name are mirrored into
-headers as well (:mod:`._headers`). Each result says what it is
+headers as well (:mod:`._mcp_headers`). Each result says what it is
 (``resultType``): absent or ``"complete"`` is a final result,
 ``"input_required"`` asks the client for input (an elicitation, a sampling
 request, the roots list) and to send the request again with the answers and
@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InputRequired, InvalidResponse, McpError, ProtocolError, RemoteError
-from ._headers import Binding, param_headers, standard_headers
+from ._mcp_headers import Binding, param_headers, standard_headers
 from ._versions import (
     MODERN_PROTOCOL_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,

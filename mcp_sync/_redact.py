@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -18,6 +18,7 @@ __all__ = [
     "MAX_STDERR_LINE_BYTES",
     "DiagnosticEvent",
     "Diagnostics",
+    "KnownSecrets",
     "Redacted",
     "StderrTail",
     "redact",
@@ -32,37 +33,134 @@ _MASK = "[REDACTED]"
 
 # Each pattern matches the secret itself (group "s" when only part of the match
 # is secret). Order matters only for overlapping shapes: specific before generic.
-_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p)
-    for p in (
+#
+# Every pattern must run in linear time on hostile input, because a server
+# chooses its stderr: a match may begin only where a few fixed bytes stand,
+# runs are possessive (``*+``, ``++``) so a failed attempt gives nothing back,
+# and where a pattern could restart inside its own run the start is anchored
+# to the run's beginning. tests/test_redact.py times each against near-misses.
+#
+# Each rule also names a few literal strings of which one must be present for
+# the pattern to match at all (in the lower-cased text for case-insensitive
+# rules): a ``str.find`` costs far less than a regex scan, so an ordinary
+# line, and most hostile ones, run few or none of the patterns.
+_RULES: tuple[tuple[re.Pattern[str], tuple[str, ...], bool], ...] = tuple(
+    (re.compile(pattern), triggers, pattern.startswith("(?i)"))
+    for pattern, triggers in (
+        # PEM private keys written on one line: everything up to the END marker.
+        (r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?P<s>(?:(?!-----END)[\s\S])*+)", ("PRIVATE KEY",)),
         # URL userinfo: scheme://user:password@host -> scheme://[REDACTED]@host
-        r"(?i)(?<=://)(?P<s>[^\s/@:]+(?::[^\s/@]*)?)(?=@)",
+        (r"(?<=://)(?P<s>[^\s/@:]++(?::[^\s/@]*+)?)(?=@)", ("://",)),
         # GitHub tokens (classic, OAuth, app, refresh) and fine-grained PATs.
-        r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{20,255})",
-        r"\b(?P<s>github_pat_[A-Za-z0-9_]{20,255})",
+        (r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{20,255})", ("gh",)),
+        (r"\b(?P<s>github_pat_[A-Za-z0-9_]{20,255})", ("github_pat_",)),
+        # GitLab personal, project, trigger, deploy... tokens: glpat-, glptt-...
+        (r"\b(?P<s>gl[a-z]{1,6}-[A-Za-z0-9_\-]{20,})", ("gl",)),
         # OpenAI / Anthropic style secret keys: sk-..., sk-proj-..., sk-ant-...
-        r"\b(?P<s>sk-[A-Za-z0-9_\-]{16,})",
+        (r"\b(?P<s>sk-[A-Za-z0-9_\-]{16,})", ("sk-",)),
+        # Stripe secret and restricted keys.
+        (r"\b(?P<s>[rs]k_(?:live|test)_[A-Za-z0-9]{10,})", ("k_live_", "k_test_")),
         # Slack tokens: xoxb-, xoxa-, xoxp-, xoxr-, xoxs-, xoxe-
-        r"\b(?P<s>xox[a-z]-[A-Za-z0-9\-]{8,})",
+        (r"\b(?P<s>xox[a-z]-[A-Za-z0-9\-]{8,})", ("xox",)),
+        # Google API keys, npm and Hugging Face tokens, Twilio API keys.
+        (r"\b(?P<s>AIza[A-Za-z0-9_\-]{35})", ("AIza",)),
+        (r"\b(?P<s>npm_[A-Za-z0-9]{36})", ("npm_",)),
+        (r"\b(?P<s>hf_[A-Za-z0-9]{30,})", ("hf_",)),
+        (r"\b(?P<s>SK[0-9a-fA-F]{32})\b", ("SK",)),
+        # SendGrid API keys: SG.<id>.<secret>
+        (r"\b(?P<s>SG\.[A-Za-z0-9_\-]{16,}+\.[A-Za-z0-9_\-]{16,}+)", ("SG.",)),
         # AWS access key ids and secrets written as key=value.
-        r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16})\b",
-        r"(?i)aws_secret_access_key[\"']?\s*[:=]\s*[\"']?(?P<s>[A-Za-z0-9/+=]{20,})",
+        (
+            r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16})\b",
+            ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"),
+        ),
+        (
+            r"(?i)aws_secret_access_key[\"']?\s*+[:=]\s*+[\"']?(?P<s>[A-Za-z0-9/+=]{20,}+)",
+            ("aws_secret_access_key",),
+        ),
         # JSON Web Tokens: three base64url segments, the first two JSON objects.
-        r"\b(?P<s>eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)",
-        # Authorization: Bearer <token> (and Basic).
-        r"(?i)\b(?:bearer|basic)\s+(?P<s>[A-Za-z0-9._~+/\-]+=*)",
-        # key=value / key: value / "key": "value" for secret-looking keys.
-        r"(?i)(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key|"
-        r"client[_-]?secret|auth)[\"']?\s*[:=]\s*[\"']?(?P<s>[^\s\"'&,;]+)",
+        # Anchored to the start of a run so "eyJ-eyJ-eyJ-..." is scanned once.
+        (
+            r"(?<![A-Za-z0-9_\-])(?P<s>eyJ[A-Za-z0-9_\-]++\.eyJ[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]*+)",
+            ("eyJ",),
+        ),
+        # Cookie and Set-Cookie headers: the whole value.
+        (r"(?i)\b(?:set-)?cookie\s*+:\s*+(?P<s>[^\r\n]++)", ("cookie",)),
+        # Authorization: <scheme> <credentials>, whatever the scheme ("token ..." too).
+        (
+            r"(?i)\b(?:proxy-)?authorization[\"']?\s*+[:=]\s*+[\"']?"
+            r"(?:[A-Za-z][A-Za-z0-9_\-]*+\s++)?(?P<s>[^\s\"',;]++)",
+            ("authorization",),
+        ),
+        # Bearer <token> and Basic <credentials> anywhere.
+        (r"(?i)\b(?:bearer|basic)\s++(?P<s>[A-Za-z0-9._~+/\-]++=*+)", ("bearer", "basic")),
+        # key=value / key: value / "key": "value" for secret-looking keys
+        # (DB_PASS=, PGPASSWORD=, AccountKey=, SharedAccessKey=, sig=...).
+        (
+            r"(?i)(?:password|passwd|pwd|pass|token|secret|api[_-]?key|access[_-]?key|"
+            r"account[_-]?key|private[_-]?key|client[_-]?secret|credentials?|auth|sig)"
+            r"[\"']?\s*+[:=]\s*+[\"']?(?P<s>[^\s\"'&,;]++)",
+            ("pass", "pwd", "token", "secret", "key", "credential", "auth", "sig"),
+        ),
     )
 )
+# A PEM private key over several lines: the lines between BEGIN and END.
+_PEM_BEGIN = "-----BEGIN "
+_PEM_KEY = "PRIVATE KEY-----"
+_PEM_END = "-----END"
 
 
-def redact(text: str) -> str:
-    """Return ``text`` with every recognised credential replaced by a mask."""
-    for pattern in _PATTERNS:
-        text = pattern.sub(_mask_secret, text)
+def redact(text: str, known: KnownSecrets | None = None) -> str:
+    """Return ``text`` with every recognised credential replaced by a mask,
+    and every value of ``known`` too."""
+    folded: str | None = None
+    for pattern, triggers, case_insensitive in _RULES:
+        if case_insensitive:
+            if folded is None:
+                folded = text.lower()
+            haystack = folded
+        else:
+            haystack = text
+        if not any(trigger in haystack for trigger in triggers):
+            continue
+        text, count = pattern.subn(_mask_secret, text)
+        if count:
+            folded = None
+    if known is not None:
+        text = known.mask(text)
     return text
+
+
+MIN_KNOWN_SECRET = 4
+"""A known value shorter than this is not masked: masking ``1`` or ``yes``
+everywhere would hide the text without protecting anything."""
+
+
+class KnownSecrets:
+    """Literal values to mask wherever they appear (an ``env`` value, a
+    config variable's expansion), longest first so a value that contains
+    another is masked whole. One alternation: linear in the text."""
+
+    __slots__ = ("_pattern",)
+
+    def __init__(self, values: Iterable[str]) -> None:
+        kept = sorted(
+            {v for v in values if isinstance(v, str) and len(v) >= MIN_KNOWN_SECRET},
+            key=len,
+            reverse=True,
+        )
+        self._pattern = re.compile("|".join(map(re.escape, kept))) if kept else None
+
+    def mask(self, text: str) -> str:
+        if self._pattern is None:
+            return text
+        return self._pattern.sub(_MASK, text)
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def __repr__(self) -> str:
+        return "KnownSecrets(...)"
 
 
 def _mask_secret(match: re.Match[str]) -> str:
@@ -126,11 +224,13 @@ class StderrTail:
     for the kept tail.
     """
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, *, secrets: Iterable[str] = ()) -> None:
         self._max = max_bytes
+        self._known = KnownSecrets(secrets)
         self._partial: list[bytes] = []
         self._partial_len = 0
         self._overlong = False  # the current line already passed the line cap
+        self._in_key = False  # inside a PEM private key that began on an earlier line
         self._lines: deque[str] = deque()
         self._kept = 0  # UTF-8 bytes in _lines, each line plus one separator
 
@@ -158,6 +258,20 @@ class StderrTail:
             return joined
         return data[-self._max :].decode("utf-8", "ignore")
 
+    def _redact_line(self, raw: str) -> str:
+        # A PEM key's body spans lines: from a BEGIN line to its END line,
+        # every line is withheld whole.
+        if self._in_key:
+            end = raw.find(_PEM_END)
+            if end < 0:
+                return _MASK
+            self._in_key = False
+            raw = _MASK + raw[end:]
+        begin = raw.rfind(_PEM_BEGIN)
+        if begin >= 0 and _PEM_KEY in raw[begin : begin + 64] and raw.find(_PEM_END, begin) < 0:
+            self._in_key = True
+        return redact(raw, self._known)
+
     def _add_partial(self, piece: bytes) -> None:
         if self._overlong or not piece:
             return
@@ -174,7 +288,7 @@ class StderrTail:
             line = f"[a stderr line over {MAX_STDERR_LINE_BYTES} bytes was withheld]"
         else:
             raw = b"".join(self._partial).decode("utf-8", "replace")
-            line = " ".join(redact(raw).split())
+            line = " ".join(self._redact_line(raw).split())
         self._partial.clear()
         self._partial_len = 0
         self._overlong = False

@@ -28,7 +28,7 @@ from ._errors import (
     ToolNotFound,
 )
 from ._jsonrpc import check_arguments, decode_line, encode
-from ._limits import Limits, check_limit, seconds
+from ._limits import Limits, check_limit, reply_not_queued, seconds
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
 from ._versions import HANDSHAKE_PROTOCOL_VERSIONS, MODERN, SUPPORTED_PROTOCOL_VERSIONS
 
@@ -83,6 +83,11 @@ class Transport(Protocol):
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queue a frame only if there is room now."""
+
+    def reply(self, frame: bytes) -> bool:
+        """Send a reply to a server request without making a caller wait for
+        room (SPEC 9.12); False if it could not be queued within
+        ``request_timeout_ms`` (SPEC 9.11)."""
 
     def exchange(
         self,
@@ -171,6 +176,8 @@ class _Core:
         # What the client declares it can do: in initialize, and in the modern
         # era in every request's _meta. Nothing yet (SPEC §9.8).
         self.client_capabilities: Mapping[str, Any] = {}
+        # Set while user code (the diagnostic observer) runs on this thread.
+        self._callback = threading.local()
         _cores.add(self)
 
     def disown(self) -> None:
@@ -217,9 +224,14 @@ class _Core:
         observer = self.diagnostics
         if observer is None:
             return
-        # An observer's own bug must not take the session down with it.
-        with contextlib.suppress(Exception):
-            observer(DiagnosticEvent(kind=kind, server=self.server, detail=Redacted(detail)))
+        # An observer's own bug must not take the session down with it, and
+        # it may call close(): see close().
+        self._callback.active = True
+        try:
+            with contextlib.suppress(Exception):
+                observer(DiagnosticEvent(kind=kind, server=self.server, detail=Redacted(detail)))
+        finally:
+            self._callback.active = False
 
     def transport_closed(self, stderr_tail: str) -> None:
         """Called once by the transport when its teardown is complete."""
@@ -268,13 +280,15 @@ class _Core:
             self.limits.max_outbound_frame_bytes,
         )
         entry = _Pending()
-        with self._lock:
-            if self._terminal is not None:
-                raise self._terminal._copy()
-            self._pending[request_id] = entry
         transport = self.transport
         assert transport is not None
+        # Registered inside the try: an interrupt anywhere after this point
+        # still takes the entry off the table.
         try:
+            with self._lock:
+                if self._terminal is not None:
+                    raise self._terminal._copy()
+                self._pending[request_id] = entry
             if headers is None:
                 sent = transport.exchange(frame, request_id, timeout, entry.done, deadline)
             else:
@@ -334,7 +348,10 @@ class _Core:
 
     def receive(self, line: bytes) -> None:
         """One inbound frame from the transport. Raises nothing: a rule
-        broken here ends the session."""
+        broken here ends the session. Once the session has ended, lines
+        already read are not dispatched (SPEC 9.12)."""
+        if self._terminal is not None:
+            return
         try:
             message = decode_line(line)
             if message is not None:
@@ -349,6 +366,10 @@ class _Core:
             method = message["method"]
             if not isinstance(method, str):
                 raise ProtocolError("a protocol frame has a method that is not a string")
+            if "result" in message or "error" in message:
+                raise ProtocolError("a protocol frame carries a method beside a result or error")
+            if "params" in message and not isinstance(message["params"], (dict, list)):
+                raise ProtocolError("a protocol frame has params that are not an object or array")
             if "id" not in message:
                 return  # a notification, tools/list_changed included: dropped
             request_id = message["id"]
@@ -408,12 +429,8 @@ class _Core:
         frame = encode(reply, self.limits.max_outbound_frame_bytes)
         transport = self.transport
         assert transport is not None
-        if not transport.send(frame, None, seconds(self.limits.request_timeout_ms)):
-            raise ProtocolError(
-                "a reply to a server request could not be queued within "
-                f"request_timeout_ms={self.limits.request_timeout_ms} "
-                f"(queue_capacity={self.limits.queue_capacity} is full)"
-            )
+        if not transport.reply(frame):
+            raise reply_not_queued(self.limits)
 
     # ----------------------------------------------------------- handshake
 
@@ -522,7 +539,11 @@ class _Core:
         return parse_call_result(result, name)
 
     def close(self) -> None:
-        self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=True)
+        # From inside an observer the teardown may be running in this very
+        # thread, or this thread may be reading: end the session and leave
+        # the teardown to finish without waiting for it here.
+        wait = not getattr(self._callback, "active", False)
+        self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=wait)
 
 
 def check_capabilities(capabilities: object, where: str, method: str) -> None:

@@ -63,8 +63,10 @@ class SseTransport:
         url: str,
         token: Redacted[str] | None,
         http_client: httpx.Client | None,
+        headers: Redacted[dict[str, str]] | None = None,
     ) -> None:
         self._httpx = hx = _import_httpx()
+        self._extra_headers = headers
         self._sink = sink
         self._limits = limits
         self._server = server
@@ -107,6 +109,8 @@ class SseTransport:
 
     def _headers(self, accept: str | None = None) -> dict[str, str]:
         headers = {"Accept-Encoding": "identity"}
+        if self._extra_headers is not None:
+            headers.update(self._extra_headers.reveal())
         if accept is not None:
             headers["Accept"] = accept
         if self._token is not None:
@@ -235,6 +239,10 @@ class SseTransport:
         except queue.Full:
             return False
         return True
+
+    def reply(self, frame: bytes) -> bool:
+        # Server requests arrive on the reader thread: the writer POSTs the reply.
+        return self.send(frame, None, seconds(self._limits.request_timeout_ms))
 
     def exchange(
         self,

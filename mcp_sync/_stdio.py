@@ -8,13 +8,23 @@
 - waiter: reaps the child and notices when it exits.
 
 On the hot path a calling thread writes its own request and reads its own
-reply (``exchange``), so a sequential call crosses no thread boundary.
-Teardown (``shutdown``) runs once, in whichever thread ends the session first
-(or in a helper thread, when a caller meets the end).
+reply (``exchange``), so a sequential call crosses no thread boundary. A
+caller never waits for anyone else while it reads: a reply to a server
+request that finds the queue full is left to the reader thread, which may
+wait (SPEC 9.11-9.12). Teardown (``shutdown``) runs once, in whichever thread
+ends the session first, or in a helper thread when the thread that meets the
+end is a caller or is in the middle of reading.
+
+Only the main thread receives ``KeyboardInterrupt``, and it may arrive
+between any two bytecodes. The locks a caller takes are re-entrant locks,
+whose owner the interpreter records atomically with the acquisition, and each
+is taken inside the ``try`` whose ``finally`` gives it back if the thread owns
+it: an interrupt can never leave the read token or stdin held.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import math
 import os
@@ -22,13 +32,16 @@ import queue
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from secrets import token_hex
+from typing import Any, Protocol
 
+from . import _proctree
 from ._errors import ConnectionClosed, ProtocolError, SpawnFailed
-from ._limits import Limits
+from ._limits import Limits, reply_not_queued, seconds
 from ._redact import StderrTail
 
 __all__ = ["ENV_ALLOWLIST", "StdioTransport", "child_environment"]
@@ -54,6 +67,11 @@ THREAD_JOIN = 2.0
 
 _READ_SIZE = 65536
 _POLL_MAX_MS = 2**31 - 1
+# A caller writes its own frame only when one write(2) is sure to take all of
+# it: a pipe writes up to PIPE_BUF bytes atomically or not at all, so no
+# caller ever leaves half a frame behind (SPEC 9.6). Larger frames go through
+# the writer thread.
+_DIRECT_MAX = getattr(select, "PIPE_BUF", 512)
 # stdout's state, changed only by the holder of the read token.
 _OPEN, _EOF, _TOO_LONG = "open", "eof", "too long"
 _STOP = None  # the writer's sentinel
@@ -75,11 +93,31 @@ def child_environment(env: Mapping[str, str] | None, inherit: bool) -> dict[str,
     return base
 
 
+class _Outbound(queue.Queue[tuple[int | None, bytes] | None]):
+    """The bounded outbound queue, which teardown can close: every frame in it
+    is dropped, the writer's sentinel goes in, and no put waits any more, so
+    a thread blocked for room (a caller, or the reader thread with a reply)
+    is released at once instead of at its timeout."""
+
+    def close(self) -> None:
+        with self.mutex:
+            self.queue.clear()
+            self.queue.append(_STOP)
+            self.maxsize = sys.maxsize  # put() compares against it on every wake-up
+            self.not_empty.notify()
+            self.not_full.notify_all()
+
+
 class _Sink(Protocol):
     def receive(self, line: bytes) -> None: ...
     def terminate(self, error: ConnectionClosed | ProtocolError, *, wait: bool = False) -> None: ...
     def claim(self, request_id: int) -> bool: ...
     def transport_closed(self, stderr_tail: str) -> None: ...
+
+
+def _owned(lock: Any) -> bool:
+    """Whether the calling thread holds the re-entrant ``lock``."""
+    return bool(lock._is_owned())
 
 
 class StdioTransport:
@@ -93,20 +131,25 @@ class StdioTransport:
         cwd: str | None,
         env: dict[str, str],
         limits: Limits,
+        secrets: Sequence[str] = (),
     ) -> None:
         self._sink = sink
         self._limits = limits
-        self._queue: queue.Queue[tuple[int | None, bytes] | None] = queue.Queue(maxsize=limits.queue_capacity)
-        self._tail = StderrTail(limits.max_stderr_bytes)
+        self._queue = _Outbound(maxsize=limits.queue_capacity)
+        self._tail = StderrTail(limits.max_stderr_bytes, secrets=secrets)
         self._exited = threading.Event()
         self._stdout_done = threading.Event()
         self._shutdown_lock = threading.Lock()
         self._shutdown_done = threading.Event()
         self._shut_down = False
         self._teardown_thread: threading.Thread | None = None
+        self._teardown_ident: int | None = None
         self._name = f"mcp_sync-{server}"
         self.returncode: int | None = None
         self._epoll: select.epoll | None = None
+        # Inherited by every process the server starts, so teardown can find
+        # the ones that left its process group (see _proctree).
+        self._marker = f"{_proctree.MARKER}={token_hex(8)}"
         posix = os.name == "posix"
         try:
             self._proc = subprocess.Popen(
@@ -116,7 +159,7 @@ class StdioTransport:
                 stderr=subprocess.PIPE,
                 bufsize=0,
                 cwd=cwd,
-                env=env,
+                env={**env, _proctree.MARKER: self._marker.split("=", 1)[1]},
                 close_fds=True,
                 start_new_session=posix,
                 creationflags=0 if posix else getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
@@ -138,13 +181,18 @@ class StdioTransport:
             raise
 
     def _abandon_child(self) -> None:
-        # A writer thread that did start is waiting for frames: stop it.
-        with contextlib.suppress(queue.Full):
-            self._queue.put_nowait(_STOP)
+        # A writer thread that did start is waiting for frames: stop it, and
+        # the stop pipe (if made) ends the other threads.
+        self._queue.close()
+        with contextlib.suppress(AttributeError, OSError):
+            os.write(self._stop_w, b"x")
         self._signal_group(signal.SIGKILL)
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             self._proc.kill()
             self._proc.wait(GRACE_AFTER_KILL)
+        for thread in getattr(self, "_threads", ()):
+            if thread.ident is not None:
+                thread.join(THREAD_JOIN)
         for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -166,14 +214,12 @@ class StdioTransport:
         self._stdin_fd = self._proc.stdin.fileno()
         self._stdout_fd = self._proc.stdout.fileno()
         self._stderr_fd = self._proc.stderr.fileno()
-        # Whoever holds _wlock writes to stdin, so frames never interleave.
-        # An idle pipe lets the calling thread write its own frame (no hand-off
-        # to the writer thread on the hot path); stdin is non-blocking so that
-        # write can never stall a caller past its deadline. The unwritten end
-        # of a frame a caller began (_carry) is finished by the writer before
-        # anything else. _stdin_open turns false, under _wlock, when stdin closes.
-        self._wlock = threading.Lock()
-        self._carry: memoryview | None = None
+        # Whoever holds _wlock writes to stdin, so frames never interleave: the
+        # writer thread, or a caller writing its own small frame while stdin is
+        # idle (no hand-off to the writer thread on the hot path). stdin is
+        # non-blocking so that write can never stall a caller past its
+        # deadline. _stdin_open turns false, under _wlock, when stdin closes.
+        self._wlock = threading.RLock()
         self._stdin_open = True
         self._direct = False
         if posix:
@@ -181,12 +227,22 @@ class StdioTransport:
                 os.set_blocking(self._stdin_fd, False)
                 self._direct = True
         # The read side (see ``lead``).
-        self._rlock = threading.Lock()
+        self._rlock = threading.RLock()
         self._partial: list[bytes] = []
         self._held = 0
         self._chunk: bytes | None = None
         self._pos = 0
         self._stdout_state = _OPEN
+        # Set around a read(2) whose result could be lost to an interrupt;
+        # _resync then drops the line that may have lost its middle.
+        self._reading = False
+        self._resync = False
+        # Replies to server requests that a reading caller could not queue at
+        # once: the reader thread sends them, waiting as long as it must.
+        self._replies: collections.deque[bytes] = collections.deque()
+        # Written once when the session ends and never drained: the reader,
+        # the stderr thread and a leader polling for a reply all leave at once.
+        self._stop_r, self._stop_w = os.pipe()
         if hasattr(select, "epoll"):
             os.set_blocking(self._stdout_fd, False)
             self._wake_r, self._wake_w = os.pipe()
@@ -194,9 +250,7 @@ class StdioTransport:
             self._epoll = select.epoll()
             self._epoll.register(self._stdout_fd, select.EPOLLIN)
             self._epoll.register(self._wake_r, select.EPOLLIN)
-            # Written once when the session ends and never drained: a leader
-            # polling for a reply that will now never come leaves at once.
-            self._stop_r, self._stop_w = os.pipe()
+            self._epoll.register(self._stop_r, select.EPOLLIN)
             self._lead_poll = select.poll()
             self._lead_poll.register(self._stdout_fd, select.POLLIN)
             self._lead_poll.register(self._stop_r, select.POLLIN)
@@ -209,6 +263,7 @@ class StdioTransport:
                 ("waiter", self._wait_exit),
             )
         ]
+        self._reader, self._writer, self._stderr_reader, self._waiter = self._threads
         for thread in self._threads:
             thread.start()
 
@@ -228,30 +283,29 @@ class StdioTransport:
         return True
 
     def _try_direct(self, frame: bytes, request_id: int | None) -> bool:
-        """Write the frame from the calling thread if stdin is idle; True if it
-        was written, or begun and left to the writer thread to finish."""
-        if not self._direct or not self._wlock.acquire(False):
+        """Write a small frame from the calling thread if stdin is idle and
+        the pipe has room; True if it was written (whole: see _DIRECT_MAX)."""
+        lock = self._wlock
+        if not self._direct or len(frame) > _DIRECT_MAX or _owned(lock):
             return False
         try:
+            if not lock.acquire(False):
+                return False
             # Reading the deque's length without the queue's mutex is a
             # hint only: a frame queued a moment later is still written.
-            if not self._stdin_open or self._carry is not None or self._queue.queue:
+            if not self._stdin_open or self._queue.queue:
                 return False
-            written = self._write_some(frame)
-            if written and request_id is not None:
+            try:
+                os.write(self._stdin_fd, frame)
+            except OSError:
+                # Full, or broken: the writer thread meets and reports the latter.
+                return False
+            if request_id is not None:
                 self._sink.claim(request_id)
-            if written == len(frame):
-                return True
-            if written:
-                self._carry = memoryview(frame)[written:]
-                # A wake-up for the writer; a full queue means it is busy
-                # and reaches the carry before its next item.
-                with contextlib.suppress(queue.Full):
-                    self._queue.put_nowait((None, b""))
-                return True
-            return False
+            return True
         finally:
-            self._wlock.release()
+            if _owned(lock):
+                lock.release()
 
     def send_nowait(self, frame: bytes) -> bool:
         try:
@@ -260,13 +314,18 @@ class StdioTransport:
             return False
         return True
 
-    def _write_some(self, frame: bytes) -> int:
-        """One non-blocking write; a broken pipe is left for the writer thread
-        to meet and report."""
-        try:
-            return os.write(self._stdin_fd, frame)
-        except OSError:
-            return 0
+    def reply(self, frame: bytes) -> bool:
+        """Send a reply to a server request without ever making a caller wait
+        for room (SPEC 9.12). False only when it could not be queued within
+        ``request_timeout_ms`` (SPEC 9.11)."""
+        if self._try_direct(frame, None) or self.send_nowait(frame):
+            return True
+        if _owned(self._rlock) and threading.current_thread() is not self._reader:
+            # A caller reading for everyone: it leaves the reply, and the
+            # reading, to the reader thread (see _read_until).
+            self._replies.append(frame)
+            return True
+        return self.send(frame, None, seconds(self._limits.request_timeout_ms))
 
     def _write_all(self, frame: bytes | memoryview) -> None:
         # A started frame is always finished: half a frame would corrupt
@@ -292,14 +351,9 @@ class StdioTransport:
             while True:
                 item = get()
                 with lock:
-                    if self._carry is not None:
-                        carry, self._carry = self._carry, None
-                        self._write_all(carry)
                     if item is None:  # _STOP
                         return
                     request_id, frame = item
-                    if not frame:
-                        continue  # a wake-up for the carry
                     if request_id is not None and not claim(request_id):
                         continue  # abandoned before it was started
                     self._write_all(frame)
@@ -327,7 +381,10 @@ class StdioTransport:
     # in the reader thread's epoll, so the reply does not wake that thread too;
     # re-arming it is level-triggered, so nothing that arrives in between is
     # missed. Every ending (EOF, an over-long frame) is finished by the reader
-    # thread: a leader that meets one wakes it through the wake pipe.
+    # thread: a leader that meets one wakes it through the wake pipe. So is
+    # every wait: a leader stops reading once it would have to wait for room
+    # to reply to a server request, and reads one chunk at a time, so its
+    # deadline is looked at between chunks.
 
     def exchange(
         self,
@@ -347,16 +404,19 @@ class StdioTransport:
         server that answers at once (on one CPU it runs the moment it is
         woken) would otherwise wake the reader thread with the reply.
         """
-        if self._take_read_side():
+        # A thread that already holds the token is a callback calling from
+        # inside a dispatch: it never reads (nor gives back) for itself.
+        if not _owned(self._rlock):
             try:
                 # Only a write that cannot block: never hold the token while
                 # waiting for room, or nobody reads the replies the server is
                 # blocked on.
-                if self._try_direct(frame, request_id):
+                if self._take_read_side() and self._try_direct(frame, request_id):
                     self._read_until(done, deadline)
                     return True
             finally:
-                self._give_read_side()
+                if _owned(self._rlock):
+                    self._give_read_side()
         if not self.send(frame, request_id, timeout):
             return False
         self.lead(done, deadline)
@@ -365,33 +425,47 @@ class StdioTransport:
     def lead(self, done: Callable[[], bool], deadline: float) -> None:
         """Read stdout in the calling thread until ``done()`` or ``deadline``
         (a ``time.monotonic`` value), if nobody else is reading."""
-        if self._take_read_side():
-            try:
+        if _owned(self._rlock):
+            return
+        try:
+            if self._take_read_side():
                 self._read_until(done, deadline)
-            finally:
+        finally:
+            if _owned(self._rlock):
                 self._give_read_side()
 
     def _take_read_side(self) -> bool:
         """Take the read token and disarm stdout in the reader's epoll, if
-        nobody else reads and stdout is still open."""
-        if self._epoll is None or not self._rlock.acquire(False):
+        nobody else reads, stdout is still open and no reply waits for the
+        reader thread. Call inside a ``try`` that gives the token back if the
+        thread owns it, so an interrupt between the steps loses nothing."""
+        rlock = self._rlock
+        if self._epoll is None or not rlock.acquire(False):
             return False
-        if self._stdout_state is not _OPEN:
-            self._rlock.release()
+        if self._stdout_state is not _OPEN or self._replies or self._shut_down:
+            rlock.release()
             return False
         self._epoll.modify(self._stdout_fd, 0)
         return True
 
     def _give_read_side(self) -> None:
         # Re-arm stdout for the reader thread (level-triggered: what came in
-        # meanwhile wakes it at once). A chunk left half-split means the
-        # leader was interrupted: the reader must finish it even if nothing
-        # more ever arrives on stdout.
+        # meanwhile wakes it at once). A chunk left half-split (an interrupted
+        # leader) or replies left to send need the reader thread even if
+        # nothing more ever arrives on stdout.
         try:
-            assert self._epoll is not None
-            self._epoll.modify(self._stdout_fd, select.EPOLLIN)
-            if self._chunk is not None:
-                os.write(self._wake_w, b"x")
+            if self._reading:
+                # Interrupted between read(2) and keeping what it returned:
+                # the line being assembled may have lost its middle.
+                self._reading = False
+                self._partial.clear()
+                self._held = 0
+                self._resync = True
+            if self._stdout_state is _OPEN and not self._shut_down:
+                assert self._epoll is not None
+                self._epoll.modify(self._stdout_fd, select.EPOLLIN)
+                if self._chunk is not None or self._replies:
+                    os.write(self._wake_w, b"x")
         finally:
             self._rlock.release()
 
@@ -411,9 +485,11 @@ class StdioTransport:
             if not self._read_available():
                 os.write(self._wake_w, b"x")  # the reader thread finishes the ending
                 return
+            if self._replies:
+                return  # a reply must wait for room: the reader thread takes over
 
     def _read_available(self) -> bool:
-        """Read what stdout has (holding the read token) and dispatch each
+        """Read one chunk of stdout (holding the read token) and dispatch each
         complete line. False once stdout has ended or broken the frame limit.
 
         The chunk being split and the position in it live on the transport,
@@ -421,74 +497,108 @@ class StdioTransport:
         caller interrupted here (KeyboardInterrupt in the main thread) loses at
         most that one line, and the next holder of the token carries on with
         the rest of the chunk instead of losing it, or the framing with it.
+        A reading caller that had to leave a reply for the reader thread stops
+        after that line.
         """
         if self._stdout_state is not _OPEN:
             return False
-        fd = self._stdout_fd
         limit = self._limits.max_frame_bytes
         receive = self._sink.receive
         partial = self._partial
+        chunk = self._chunk
+        if chunk is None:
+            self._reading = True
+            try:
+                chunk = os.read(self._stdout_fd, _READ_SIZE)
+            except BlockingIOError:
+                self._reading = False
+                return True
+            except OSError:
+                chunk = b""
+            # One statement: no interrupt can come between keeping the chunk
+            # and clearing the flag.
+            self._chunk, self._pos, self._reading = chunk, 0, False
+            if not chunk:
+                self._chunk = None
+                self._stdout_state = _EOF
+                return False
+        if self._resync:
+            # Drop the rest of a line that may have lost its middle.
+            newline = chunk.find(b"\n", self._pos)
+            if newline < 0:
+                self._chunk = None
+                return True
+            self._pos, self._resync = newline + 1, False
+        start = self._pos
         while True:
-            chunk = self._chunk
-            if chunk is None:
-                try:
-                    chunk = os.read(fd, _READ_SIZE)
-                except BlockingIOError:
-                    return True
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    self._stdout_state = _EOF
-                    return False
-                self._chunk, self._pos = chunk, 0
-            start = self._pos
-            while True:
-                newline = chunk.find(b"\n", start)
-                if newline < 0:
-                    rest = len(chunk) - start
-                    if self._held + rest > limit:
-                        self._stdout_state = _TOO_LONG
-                        partial.clear()
-                        return False
-                    self._chunk = None
-                    if rest:
-                        partial.append(chunk[start:] if start else chunk)
-                        self._held += rest
-                    break
-                if self._held + newline - start > limit:
+            newline = chunk.find(b"\n", start)
+            if newline < 0:
+                rest = len(chunk) - start
+                if self._held + rest > limit:
                     self._stdout_state = _TOO_LONG
                     partial.clear()
                     return False
-                if partial:
-                    partial.append(chunk[start:newline])
-                    line = b"".join(partial)
-                    partial.clear()
-                    self._held = 0
-                else:
-                    line = chunk[start:newline]
-                start = self._pos = newline + 1
-                receive(line)
-            if len(chunk) < _READ_SIZE:
-                return True  # most likely drained; poll says when there is more
+                self._chunk = None
+                if rest:
+                    partial.append(chunk[start:] if start else chunk)
+                    self._held += rest
+                return True
+            if self._held + newline - start > limit:
+                self._stdout_state = _TOO_LONG
+                partial.clear()
+                return False
+            if partial:
+                partial.append(chunk[start:newline])
+                line = b"".join(partial)
+                partial.clear()
+                self._held = 0
+            else:
+                line = chunk[start:newline]
+            start = self._pos = newline + 1
+            receive(line)
+            if self._replies and threading.current_thread() is not self._reader:
+                if start == len(chunk):
+                    self._chunk = None
+                return True
+
+    def _flush_replies(self) -> bool:
+        """Send the replies a reading caller left (reader thread, holding the
+        read token). False when one could not be queued in time: the session
+        ends."""
+        timeout = seconds(self._limits.request_timeout_ms)
+        while self._replies and not self._shut_down:
+            if not self.send(self._replies[0], None, timeout):
+                self._sink.terminate(reply_not_queued(self._limits))
+                return False
+            self._replies.popleft()
+        return True
 
     def _read_stdout(self) -> None:
+        stopped = False
         try:
             if self._epoll is None:
                 # No epoll: a plain blocking reader, and callers never lead.
+                os.set_blocking(self._stdout_fd, True)
                 while self._read_available():
                     pass
             else:
                 wait = self._epoll.poll
-                wake = self._wake_r
-                while True:
+                wake, stop = self._wake_r, self._stop_r
+                while not stopped:
                     for ready, _ in wait():
                         if ready == wake:
                             os.read(wake, 64)
+                        elif ready == stop:
+                            stopped = True
+                    if stopped:
+                        break
                     with self._rlock:
-                        if not self._read_available():
+                        if not self._flush_replies() or not self._read_available():
                             break
         finally:
             self._stdout_done.set()
+        if stopped or self._shut_down:
+            return  # the session has already ended
         if self._stdout_state is _TOO_LONG:
             limit = self._limits.max_frame_bytes
             self._sink.terminate(
@@ -503,9 +613,24 @@ class StdioTransport:
     def _read_stderr(self) -> None:
         fd = self._stderr_fd
         tail = self._tail
+        poller: select.poll | None = None
+        if hasattr(select, "poll"):
+            # Until the session ends, then only what is already there: a
+            # process that escaped the kill may hold stderr open for ever.
+            os.set_blocking(fd, False)
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.register(self._stop_r, select.POLLIN)
+        stopping = False
         while True:
+            if poller is not None and not stopping:
+                stopping = any(ready == self._stop_r for ready, _ in poller.poll())
             try:
                 chunk = os.read(fd, _READ_SIZE)
+            except BlockingIOError:
+                if stopping:
+                    break
+                continue
             except OSError:
                 break
             if not chunk:
@@ -536,25 +661,32 @@ class StdioTransport:
         with self._shutdown_lock:
             mine = not self._shut_down
             self._shut_down = True
-        if mine and self._epoll is not None:
+        if mine:
             os.write(self._stop_w, b"x")
         if not mine:
-            if wait:
+            if wait and self._teardown_ident != threading.get_ident() and not _owned(self._rlock):
                 self._shutdown_done.wait()
                 helper = self._teardown_thread
                 if helper is not None and helper is not threading.current_thread():
                     helper.join(THREAD_JOIN)
             return
-        if not wait and threading.current_thread() not in self._threads:
-            # A caller that met the end while reading for its own reply: it
-            # neither pays for the teardown nor holds the read token through it.
-            helper = threading.Thread(target=self._run_teardown, name=f"{self._name}-teardown", daemon=True)
-            self._teardown_thread = helper
-            helper.start()
+        # Teardown joins the threads and takes the read token, so it runs here
+        # only in a thread that holds neither: one that closes (wait), or one
+        # of ours that is not in the middle of reading. A caller that met the
+        # end while reading for its own reply neither pays for the teardown
+        # nor holds the read token through it.
+        inline = not _owned(self._rlock) and (
+            wait or threading.current_thread() in self._threads
+        )
+        if inline:
+            self._run_teardown()
             return
-        self._run_teardown()
+        helper = threading.Thread(target=self._run_teardown, name=f"{self._name}-teardown", daemon=True)
+        self._teardown_thread = helper
+        helper.start()
 
     def _run_teardown(self) -> None:
+        self._teardown_ident = threading.get_ident()
         try:
             self._teardown()
         finally:
@@ -567,9 +699,12 @@ class StdioTransport:
             if not self._exited.wait(GRACE_AFTER_TERM):
                 self._signal_group(signal.SIGKILL)
                 self._exited.wait(GRACE_AFTER_KILL)
+        # Processes the server started that left its group (setsid) are found
+        # by the marker in their environment.
+        _proctree.kill_marked(self._marker, exclude=self._proc.pid)
         current = threading.current_thread()
         for thread in self._threads:
-            if thread is not current:
+            if thread is not current and thread.ident is not None:
                 thread.join(THREAD_JOIN)
         # A caller still leading leaves as soon as it sees the end; take the
         # read token so that nobody polls a descriptor as it is closed.
@@ -577,31 +712,27 @@ class StdioTransport:
             try:
                 if self._stdout_state is _OPEN:
                     self._stdout_state = _EOF
-                if not self._thread_alive_for(self._proc.stdout):
+                reader_gone = not self._alive(self._reader)
+                stderr_gone = not self._alive(self._stderr_reader)
+                if reader_gone and stderr_gone:
                     self._close_read_side()
-                for stream in (self._proc.stdout, self._proc.stderr):
-                    if stream is not None and not self._thread_alive_for(stream):
+                for stream, gone in ((self._proc.stdout, reader_gone), (self._proc.stderr, stderr_gone)):
+                    if stream is not None and gone:
                         with contextlib.suppress(OSError):
                             stream.close()
             finally:
                 self._rlock.release()
         self._sink.transport_closed(self._tail.text())
 
-    def _thread_alive_for(self, stream: object) -> bool:
-        role = "reader" if stream is self._proc.stdout else "stderr"
-        return any(t.name.endswith(role) and t.is_alive() for t in self._threads)
+    @staticmethod
+    def _alive(thread: threading.Thread) -> bool:
+        # The thread running the teardown is done with its descriptors.
+        return thread.is_alive() and thread is not threading.current_thread()
 
     def _stop_writer(self) -> None:
-        # Pending frames belong to requests that already failed; drop them so
-        # the sentinel fits, and the writer closes stdin when it reaches it.
-        while True:
-            with contextlib.suppress(queue.Empty):
-                self._queue.get_nowait()
-            try:
-                self._queue.put_nowait(_STOP)
-                return
-            except queue.Full:
-                continue
+        # Pending frames belong to requests that already failed; the writer
+        # closes stdin when it reaches the sentinel.
+        self._queue.close()
 
     def _signal_group(self, sig: signal.Signals) -> None:
         if self.returncode is not None:
@@ -618,4 +749,3 @@ class StdioTransport:
         # group id, which stays reserved while any member lives.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, sig)
-

@@ -1,8 +1,10 @@
 """The ``mcp-sync`` command (also ``python -m mcp_sync``).
 
-Reads a config file of servers (``--mcp-config PATH`` or ``MCP_SYNC_CONFIG``;
-the flag wins), connects every server in it, projects their tools into flows
-and lists or calls them. Exit codes:
+Reads a config file of servers (``--mcp-config PATH``, ``--from CLIENT`` for
+the file Claude Desktop, Claude Code, Cursor or VS Code uses, or
+``MCP_SYNC_CONFIG``; a flag wins), connects every server in it, projects
+their tools into flows and lists or calls them, or prints them as a model
+provider's tool list (``tools --format openai``). Exit codes:
 
 ====  ==========================================================
 0     success
@@ -34,6 +36,9 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 from ._catalog import thaw
 from ._client import connect
 from ._errors import McpError
+from ._jsonrpc import json_depth
+from ._limits import MAX_JSON_DEPTH
+from ._locations import CLIENTS
 from .flows import (
     DuplicateFlowError,
     Flow,
@@ -43,6 +48,7 @@ from .flows import (
     catalog,
     project,
 )
+from .model_tools import PROVIDERS, export
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -145,12 +151,20 @@ def _parser() -> argparse.ArgumentParser:
             f"Try '{PROG} demo' to see the bundled example server."
         ),
     )
+    from_help = (
+        "read the servers another MCP client runs, from its well-known config file "
+        "(the project's first, then the user's)"
+    )
     parser.add_argument("--mcp-config", metavar="PATH", help=config_help)
-    # The flag is also accepted after the subcommand; SUPPRESS keeps a value
+    parser.add_argument("--from", dest="from_client", choices=CLIENTS, help=from_help)
+    # The flags are also accepted after the subcommand; SUPPRESS keeps a value
     # given before it from being overwritten with None.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--mcp-config", metavar="PATH", default=argparse.SUPPRESS, help=config_help
+    )
+    common.add_argument(
+        "--from", dest="from_client", choices=CLIENTS, default=argparse.SUPPRESS, help=from_help
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -159,6 +173,13 @@ def _parser() -> argparse.ArgumentParser:
         "tools", parents=[common], help="list the flows of every configured server"
     )
     tools.add_argument("--json", action="store_true", help="print the flow declarations as JSON")
+    tools.add_argument(
+        "--format",
+        choices=("table", "json", *PROVIDERS),
+        default=None,
+        help="table (default), json (the flow declarations), or a model provider's tool "
+        "list: " + ", ".join(PROVIDERS),
+    )
 
     call = sub.add_parser("call", parents=[common], help="call one flow and print its result")
     call.add_argument("flow", metavar="FLOW", help="the flow name, e.g. mcp/example/echo")
@@ -202,8 +223,21 @@ def _config_path(ns: argparse.Namespace) -> tuple[str, str]:
 
 def _load(ns: argparse.Namespace) -> tuple[str, str, tuple[ServerEntry, ...]]:
     # Imported here so that pydantic loads only for commands that read a config.
-    from .config import ConfigError, load_config
+    from .config import ConfigError, load_client_config, load_config
 
+    client: str | None = getattr(ns, "from_client", None)
+    if client is not None:
+        if getattr(ns, "mcp_config", None) is not None:
+            _usage("give --mcp-config or --from, not both")
+        source = f"--from {client}"
+        try:
+            path, entries = load_client_config(client)
+        except ConfigError as exc:
+            # "no file found" names the client itself; a bad file, its path.
+            prefix = "--from" if exc.path == client else source
+            _usage(f"{prefix} {escape(str(exc))}")
+        sys.stderr.write(f"{PROG}: reading {escape(path)} ({source})\n")
+        return path, source, entries
     path, source = _config_path(ns)
     try:
         entries = load_config(path)
@@ -213,14 +247,29 @@ def _load(ns: argparse.Namespace) -> tuple[str, str, tuple[ServerEntry, ...]]:
 
 
 def _call_arguments(text: str) -> dict[str, Any]:
+    # The arguments sit at depth 3 of the frame (envelope, params, arguments),
+    # and json's parser recurses: check the depth first, without recursion.
+    deepest = MAX_JSON_DEPTH - 2
     try:
-        value = json.loads(text)
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        _usage("--args: not valid UTF-8 text")
+    if json_depth(data) > deepest:
+        _usage(f"--args: nests objects and arrays deeper than {deepest} levels")
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        _usage(f"--args: nests objects and arrays deeper than {deepest} levels")
     except ValueError as exc:
         _usage(f"--args: not valid JSON: {escape(str(exc))}")
     if not isinstance(value, dict):
         kind = "an array" if isinstance(value, list) else type(value).__name__
         _usage(f"--args: must be a JSON object, got {kind}")
     return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 # --------------------------------------------------------------------------
@@ -400,11 +449,17 @@ def _render(result: FlowResult) -> str:
 
 
 def _cmd_tools(ns: argparse.Namespace, out: IO[str]) -> int:
+    shape = ns.format or ("json" if ns.json else "table")
+    if ns.json and shape != "json":
+        _usage(f"--json and --format {shape}: give one")
+
     def body(flows: list[Flow]) -> int:
-        if ns.json:
+        if shape == "json":
             out.write(_json([flow.to_dict() for flow in flows]) + "\n")
-        else:
+        elif shape == "table":
             _print_tools(flows, out)
+        else:
+            out.write(_json(export(flows, shape).tools) + "\n")
         return EXIT_OK
 
     return _with_servers(ns, body)

@@ -34,6 +34,7 @@ __all__ = [
     "TIERS",
     "Action",
     "Capability",
+    "ConnectedFlows",
     "DuplicateFlowError",
     "Effects",
     "Flow",
@@ -50,6 +51,7 @@ __all__ = [
     "capabilities_for",
     "catalog",
     "check_flow_name",
+    "connect_and_project",
     "describe_tool",
     "function",
     "pattern_covers",
@@ -418,7 +420,9 @@ class FlowResult:
         return out
 
 
-Runner: TypeAlias = Callable[[dict[str, Any]], FlowResult]
+# run(arguments) or run(arguments, timeout_ms=...): an MCP flow passes the
+# deadline to its session; a Python flow takes and ignores it.
+Runner: TypeAlias = Callable[..., FlowResult]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -444,12 +448,20 @@ class Flow:
     server: str | None = None
     tool: Tool | None = field(default=None, repr=False)
 
-    def invoke(self, arguments: Mapping[str, Any] | None = None) -> FlowResult:
+    def invoke(
+        self, arguments: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None
+    ) -> FlowResult:
         """Run the flow. ``arguments`` may be any mapping with str keys.
 
-        Raises :class:`FlowFailed` when the flow could not produce a result.
+        ``timeout_ms`` bounds an MCP flow's call (it overrides the session's
+        ``request_timeout_ms``); a Python flow runs on the caller's thread
+        and ignores it. Raises :class:`FlowFailed` when the flow could not
+        produce a result.
         """
-        return self.run(_arguments(self.name, arguments))
+        checked = _arguments(self.name, arguments)
+        if timeout_ms is None:
+            return self.run(checked)
+        return self.run(checked, timeout_ms=timeout_ms)
 
     def narrow(
         self,
@@ -725,7 +737,7 @@ def function(
         if not callable(body):
             raise TypeError("flows.function wraps a callable")
 
-        def run(arguments: dict[str, Any]) -> FlowResult:
+        def run(arguments: dict[str, Any], timeout_ms: int | None = None) -> FlowResult:
             return _result_of(body(arguments))
 
         return Flow(
@@ -753,7 +765,9 @@ class ToolSession(Protocol):
     @property
     def tools(self) -> tuple[Tool, ...]: ...
 
-    def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult: ...
+    def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, *, timeout_ms: int | None = None
+    ) -> CallToolResult: ...
 
 
 def describe_tool(server: str, tool: str, description: str | None) -> str:
@@ -782,9 +796,12 @@ def _names(value: Iterable[str] | None, label: str) -> tuple[str, ...]:
 
 
 def _mcp_runner(session: ToolSession, flow: str, tool: str) -> Runner:
-    def run(arguments: dict[str, Any]) -> FlowResult:
+    def run(arguments: dict[str, Any], timeout_ms: int | None = None) -> FlowResult:
         try:
-            result = session.call_tool(tool, arguments)
+            if timeout_ms is None:
+                result = session.call_tool(tool, arguments)
+            else:
+                result = session.call_tool(tool, arguments, timeout_ms=timeout_ms)
         except McpError as exc:
             # The session's message is already model-safe: publish it as is.
             raise FlowFailed(str(exc), flow=flow, cause_kind=exc.kind) from exc
@@ -843,3 +860,78 @@ def project(
             )
         )
     return FlowSource(flows)
+
+
+# --------------------------------------------------------------------------
+# Connect and project in one step
+
+
+class ConnectedFlows(FlowSource):
+    """A flow source that owns the session its flows call.
+
+    Made by :func:`connect_and_project`. Use it as a context manager (or
+    call :meth:`close`) to end the session; it composes with
+    :func:`catalog` like any other source.
+    """
+
+    __slots__ = ("session",)
+
+    def __init__(self, flows: Iterable[Flow], session: Any) -> None:
+        super().__init__(flows)
+        self.session = session
+        """The :class:`mcp_sync.Session` the flows call."""
+
+    def close(self) -> None:
+        """Close the session (idempotent)."""
+        self.session.close()
+
+    def __enter__(self) -> ConnectedFlows:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<ConnectedFlows {len(self.flows)} flows of {self.session!r}>"
+
+
+def connect_and_project(
+    options: Any = None,
+    /,
+    *,
+    name_prefix: str | None = None,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+    **connect_options: Any,
+) -> ConnectedFlows:
+    """Connect a server and project its tools, checking the projection first.
+
+    ``options`` and ``connect_options`` are what :func:`mcp_sync.connect`
+    takes; a config entry's own ``namePrefix``/``include``/``exclude`` apply
+    unless given here. The prefix (or the default ``mcp/<server>``) and the
+    shape of ``include``/``exclude`` are checked *before* anything is
+    spawned or dialled, so a bad projection raises :class:`ProjectionError`
+    with no server started. An ``include`` name the catalog lacks can only
+    be found after connecting: the session is closed and the error raised.
+    """
+    from ._client import connect
+
+    from_entry: dict[str, Any] = {}
+    if options is not None and callable(getattr(options, "projection_kwargs", None)):
+        from_entry = options.projection_kwargs()
+    prefix = name_prefix if name_prefix is not None else from_entry.get("name_prefix")
+    wanted = include if include is not None else from_entry.get("include")
+    dropped = exclude if exclude is not None else from_entry.get("exclude")
+    server = connect_options.get("server", getattr(options, "server", None))
+    if prefix is not None:
+        check_flow_name(prefix, what="name_prefix")
+    elif isinstance(server, str) and server:
+        check_flow_name(f"mcp/{server}", what="the default name prefix")
+    kept, left_out = _names(wanted, "include"), _names(dropped, "exclude")
+    session = connect(options, **connect_options)
+    try:
+        source = project(session, name_prefix=prefix, include=kept, exclude=left_out)
+    except BaseException:
+        session.close()
+        raise
+    return ConnectedFlows(source.flows, session)

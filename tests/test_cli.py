@@ -144,7 +144,8 @@ def test_not_an_array(tmp_path: Path) -> None:
     (tmp_path / "servers.json").write_text(json.dumps(EXAMPLE))
     usage_error(
         run("--mcp-config", "servers.json", "check", cwd=tmp_path),
-        "--mcp-config servers.json: must be a JSON array of server entries, not an object",
+        '--mcp-config servers.json: must be an object with "mcpServers" or "servers", or an '
+        "array of server entries; it is an object with neither key",
     )
 
 

@@ -346,9 +346,12 @@ def test_path_through_a_file(tmp_path: Path) -> None:
         ("", "is not valid JSON: Expecting value at line 1 column 1"),
         ("[{]", "is not valid JSON: Expecting property name enclosed in double quotes"),
         ('[{"server": "a", "server": "b"}]', "is not valid JSON: duplicate key 'server'"),
-        ("{}", "must be a JSON array of server entries, not an object"),
-        ('"servers"', "must be a JSON array of server entries, not a string"),
-        ("null", "must be a JSON array of server entries, not null"),
+        ("{}", 'must be an object with "mcpServers" or "servers", or an array of server '
+               "entries; it is an object with neither key"),
+        ('"servers"', 'must be an object with "mcpServers" or "servers", or an array of '
+                      "server entries; it is a string"),
+        ("null", 'must be an object with "mcpServers" or "servers", or an array of server '
+                 "entries; it is null"),
     ],
 )
 def test_bad_file_contents(tmp_path: Path, text: str, problem: str) -> None:

@@ -9,6 +9,10 @@
   file=tests/conftest.py, ```json file=servers.json) is not run but written
   to PATH under the working directory, once the blocks before it have run.
   Tracebacks point at the Markdown file and its real line numbers.
+  Pages run with OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GEMINI_BASE_URL and
+  dummy API keys pointing at a stand-in for the model APIs on 127.0.0.1
+  (tests/model_standin.py), so the guides' tool-calling loops run with the
+  real SDK clients exactly as written.
 - Every relative link between pages resolves to a file that exists, and a
   ``#fragment`` to a heading (or ``id=`` anchor) in the target page.
 - docs/index.md and README.md link to every page under docs/; docs/api.md
@@ -26,10 +30,12 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from model_standin import StandIn, environment, standin
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -143,7 +149,9 @@ for block in blocks:
 """
 
 
-def _run_page(page: Path, blocks: list[Block], workdir: Path) -> subprocess.CompletedProcess[str]:
+def _run_page(
+    page: Path, blocks: list[Block], workdir: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     display = str(page.relative_to(REPO))
     spec = workdir.parent / f"{workdir.name}-blocks.json"
     spec.write_text(
@@ -158,6 +166,7 @@ def _run_page(page: Path, blocks: list[Block], workdir: Path) -> subprocess.Comp
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra_env or {})
     proc = subprocess.Popen(
         [sys.executable, "-c", _RUNNER, str(page), display, str(spec)],
         cwd=workdir,
@@ -178,20 +187,28 @@ def _run_page(page: Path, blocks: list[Block], workdir: Path) -> subprocess.Comp
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+@pytest.fixture(scope="module")
+def model_api() -> Iterator[StandIn]:
+    """The stand-in model API the guides' SDK clients talk to."""
+    with standin() as running:
+        yield running
+
+
 @pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
-def test_python_blocks_run(page: Path, tmp_path: Path) -> None:
+def test_python_blocks_run(page: Path, tmp_path: Path, model_api: StandIn) -> None:
     blocks = [b for b in fenced_blocks(page.read_text(encoding="utf-8")) if b.used]
     if not any(b.runs for b in blocks):
         return
     workdir = tmp_path / "cwd"
     workdir.mkdir()
-    result = _run_page(page, blocks, workdir)
+    result = _run_page(page, blocks, workdir, environment(model_api))
     if result.returncode != 0:
         pytest.fail(
             f"{page.relative_to(REPO)}: a python block failed (exit {result.returncode})\n"
             f"--- stdout ---\n{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-8000:]}",
             pytrace=False,
         )
+    assert model_api.problems == [], model_api.problems
 
 
 # ---------------------------------------------------------------- links
@@ -306,7 +323,8 @@ def test_every_docs_page_is_linked_from_the_hubs(hub: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["mcp_sync", "mcp_sync.testing", "mcp_sync.flows", "mcp_sync.config"]
+    "module",
+    ["mcp_sync", "mcp_sync.testing", "mcp_sync.flows", "mcp_sync.config", "mcp_sync.model_tools"],
 )
 def test_api_page_names_every_public_name(module: str) -> None:
     api = (DOCS / "api.md").read_text(encoding="utf-8")

@@ -22,7 +22,7 @@ from hostile_http import SECRET_BODY, Hostile, hostile_server
 from support import timed
 
 import mcp_sync
-from mcp_sync._headers import InvalidHeaders, encode_value, header_bindings
+from mcp_sync._mcp_headers import InvalidHeaders, encode_value, header_bindings
 
 
 @contextmanager

@@ -116,3 +116,72 @@ def test_every_kind_has_its_own_class() -> None:
                mcp_sync.RemoteError, mcp_sync.InputRequired]
     assert len({c.kind for c in classes}) == 8
     assert all(issubclass(c, mcp_sync.McpError) and c.__doc__ for c in classes)
+
+
+def test_expanded_config_values_stay_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Values a config's variables expand to (SPEC §10.3): never in a message,
+    a repr, a log record or the command's output; masked in the stderr tail."""
+    import json
+    import logging
+    import subprocess
+    import sys
+
+    from mcp_sync.config import ConfigError, parse_config
+
+    secret, header = "sk-expanded-0123456789abcdef", "hdr-expanded-98765fedcba"
+    monkeypatch.setenv("HYGIENE_KEY", secret)
+    monkeypatch.setenv("HYGIENE_HEADER", header)
+    command, *args = server_command("--stderr", "argv: ${HYGIENE_KEY}", "--misbehave")
+    document = {
+        "mcpServers": {
+            "local": {"command": command, "args": args, "env": {"TOKEN": "${HYGIENE_KEY}"}},
+            "remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": "${HYGIENE_HEADER}"}},
+        }
+    }
+    caplog.set_level(logging.DEBUG)
+    local, remote = parse_config(document)
+    texts = [repr(local), str(local), repr(remote), str(remote)]
+    errors: list[BaseException] = []
+    events: list[mcp_sync.DiagnosticEvent] = []
+    with mcp_sync.connect(local, diagnostics=events.append) as session:
+        for action in (
+            lambda: session.call_tool("hang", timeout_ms=100),
+            lambda: session.call_tool("echo", {"message": float("nan")}),
+            lambda: session.call_tool("crash", {"code": 9}),
+        ):
+            try:
+                action()
+            except mcp_sync.McpError as exc:
+                errors.append(exc)
+    for bad in (remote, local):
+        try:
+            mcp_sync.connect(bad, handshake_timeout_ms=2000, max_tools=1)
+        except mcp_sync.McpError as exc:
+            errors.append(exc)
+    broken = json.loads(json.dumps(document))
+    broken["mcpServers"]["local"]["maxTools"] = 0
+    try:
+        parse_config(broken)
+    except ConfigError as exc:
+        errors.append(exc)
+    assert {getattr(e, "kind", "config") for e in errors} >= {
+        "timeout", "protocol_error", "connection_closed", "invalid_response", "config"
+    }
+    tails = [str(e.detail.reveal()) for e in events]
+    assert any("argv: [REDACTED]" in tail for tail in tails), tails
+    config_file = tmp_path / ".mcp.json"
+    config_file.write_text(json.dumps(broken))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_sync", "--mcp-config", str(config_file), "tools"],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    logged = [record.getMessage() for record in caplog.records]
+    everything = texts + tails + logged + [done.stdout, done.stderr]
+    everything += [text for e in errors for text in (str(e), repr(e))]
+    for private in (secret, header):
+        for text in everything:
+            assert private not in text

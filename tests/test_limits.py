@@ -234,7 +234,12 @@ def test_trailing_data_or_nothing_is_noise(line: bytes) -> None:
         ("-Infinity", "non-JSON number -Infinity"),
         ("1e999", "overflows to infinity"),
         ("-1e400", "overflows to infinity"),
-        ("1" * 5000, "integer with too many digits"),
+        # SPEC 9.15: an integer literal past a double's range overflows too,
+        # however many digits it has.
+        ("9" * 309, "overflows to infinity"),
+        ("-" + "9" * 400, "overflows to infinity"),
+        ("1" * 5000, "overflows to infinity"),
+        (str(2**1024 - 2**970), "overflows to infinity"),
     ],
 )
 def test_bad_numbers_are_protocol_errors(literal: str, message: str) -> None:

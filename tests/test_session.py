@@ -417,7 +417,7 @@ def test_a_caller_reading_for_its_reply_fails_at_once_when_another_thread_closes
 
     caller = threading.Thread(target=call)
     caller.start()
-    assert _eventually(session._core.transport._rlock.locked)  # type: ignore[union-attr]
+    assert _eventually(lambda: _token_taken(session))
     closer = threading.Thread(target=session.close)
     with timed(0.5):
         closer.start()
@@ -446,7 +446,7 @@ def test_a_leader_gives_the_read_side_back_at_its_deadline() -> None:
     with connect_fake("--misbehave") as session:
         with pytest.raises(mcp_sync.Timeout):
             session.call_tool("hang", timeout_ms=100)
-        assert not session._core.transport._rlock.locked()  # type: ignore[union-attr]
+        assert not _token_taken(session)
         assert session.call_tool("echo", {"message": "again"}).content[0]["text"] == "again"
 
 
@@ -456,6 +456,15 @@ def test_a_ping_while_nobody_calls_is_answered_by_the_reader_thread() -> None:
         # No caller is waiting while the ping arrives: nobody leads.
         time.sleep(0.5)
         assert session.call_tool("late_pong").content[0]["text"] == "pong ok"
+
+
+def _token_taken(session: mcp_sync.Session) -> bool:
+    """Whether some thread holds the stdio transport's read token (private: tests only)."""
+    rlock = session._core.transport._rlock  # type: ignore[union-attr]
+    if not rlock.acquire(False):
+        return True
+    rlock.release()
+    return False
 
 
 def _eventually(check: Callable[[], bool], within: float = 5.0) -> bool:

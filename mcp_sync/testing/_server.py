@@ -58,10 +58,14 @@ MISBEHAVING_TOOLS: list[dict[str, Any]] = [
         ("late_pong", "Report whether the pong to ping_later's ping matched."),
         ("ask_client", "Send the client a request `method` and return its reply."),
         ("null_error", "Write an error reply with a null id, then answer."),
-        ("raw", "Write `lines` raw to stdout ({id} is the request id), then answer unless `reply` is false."),
+        ("raw", "Write `lines` raw to stdout ({id} is the request id; an item may be "
+                "{prefix, repeat, times, suffix}), then answer unless `reply` is false."),
         ("flood", "Write `bytes` bytes to stdout without a newline."),
         ("stderr", "Write `text` (or `bytes` bytes of noise) to stderr, then answer."),
-        ("grandchild", "Start a long-lived grandchild process and return its pid."),
+        ("grandchild", "Start a long-lived grandchild process and return its pid; `setsid` "
+                       "puts it in a session of its own, `detach` also orphans it (double fork)."),
+        ("ping_flood", "Send `count` pings, stop reading stdin for `stall_ms`, then answer "
+                       "unless `reply` is false."),
         ("stall", "Answer, then stop reading stdin for `ms` milliseconds."),
         ("notify", "Send notifications (tools/list_changed, message), then answer."),
         ("deep", "Answer with a result nested `depth` levels deep."),
@@ -253,7 +257,13 @@ class FakeServer:
             self.reply(rid, self.text("after null error"))
         elif name == "raw":
             for item in args.get("lines", []):
-                if isinstance(item, dict):
+                if isinstance(item, dict) and "repeat" in item:
+                    # A big line built here: {"prefix", "repeat", "times", "suffix"}.
+                    data = (
+                        str(item.get("prefix", "")) + str(item["repeat"]) * int(item.get("times", 1))
+                        + str(item.get("suffix", ""))
+                    ).encode()
+                elif isinstance(item, dict):
                     data = bytes.fromhex(item["hex"])
                 else:
                     data = str(item).replace("{id}", json.dumps(rid)).encode("utf-8", "surrogatepass")
@@ -274,7 +284,17 @@ class FakeServer:
             sys.stderr.buffer.flush()
             self.reply(rid, self.text("wrote stderr"))
         elif name == "grandchild":
-            self.reply(rid, self.text(str(spawn_grandchild())))
+            pid = spawn_grandchild(setsid=bool(args.get("setsid")), detach=bool(args.get("detach")))
+            self.reply(rid, self.text(str(pid)))
+        elif name == "ping_flood":
+            self.stall_until = time.monotonic() + int(args.get("stall_ms", 0)) / 1000
+            pings = b"".join(
+                b'{"jsonrpc":"2.0","id":"flood-%d","method":"ping"}\n' % n
+                for n in range(int(args.get("count", 0)))
+            )
+            self.write_raw(pings)
+            if args.get("reply", True):
+                self.reply(rid, self.text("flooded"))
         elif name == "stall":
             self.stall_until = time.monotonic() + int(args.get("ms", 0)) / 1000
             self.reply(rid, self.text("stalling"))
@@ -336,15 +356,31 @@ class FakeServer:
         return tools
 
 
-def spawn_grandchild() -> int:
-    """A process that outlives us unless our process group is killed."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import time\nwhile True: time.sleep(60)"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+_SLEEPER = "import time\nwhile True: time.sleep(60)"
+
+
+def spawn_grandchild(*, setsid: bool = False, detach: bool = False) -> int:
+    """A process that outlives us unless our process group is killed, or,
+    with ``setsid``, one that leaves the group too; with ``detach`` its parent
+    exits at once, so it is nobody's child of ours either."""
+    if not detach:
+        child = subprocess.Popen(
+            [sys.executable, "-c", _SLEEPER], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=setsid,
+        )
+        return child.pid
+    # Double fork: an intermediate process starts the sleeper, prints its pid, exits.
+    intermediate = (
+        "import subprocess, sys\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {_SLEEPER!r}], start_new_session=True,"
+        " stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print(p.pid)"
     )
-    return child.pid
+    out = subprocess.run(
+        [sys.executable, "-c", intermediate], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, check=True,
+    )
+    return int(out.stdout)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
