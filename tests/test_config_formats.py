@@ -145,8 +145,11 @@ def test_the_seed_array_is_unchanged() -> None:
     assert entry.args == ("eu-west",)
     error = _error([{"server": "s", "command": "c"}])
     assert (error.index, error.entry, error.field) == (0, None, "args")
-    error = _error([{"server": "s", "command": "c", "args": [], "type": "stdio"}])
-    assert (error.field, error.problem) == ("type", "unknown field")
+    # Only our own keys ("type" is one since the HTTP+SSE transport: stdio, http, sse).
+    error = _error([{"server": "s", "command": "c", "args": [], "transport": "stdio"}])
+    assert (error.field, error.problem) == ("transport", "unknown field (the file uses camelCase: type)")
+    error = _error([{"server": "s", "command": "c", "args": [], "disabled": True}])
+    assert (error.field, error.problem) == ("disabled", "unknown field")
 
 
 def test_an_empty_object_of_servers() -> None:
