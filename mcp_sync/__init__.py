@@ -11,9 +11,11 @@ __version__ = "0.1.0"
 from ._catalog import CallToolResult, ServerInfo, Tool, thaw
 from ._client import connect, connect_http
 from ._errors import (
+    AuthError,
     ConnectionClosed,
     InputRequired,
     InvalidResponse,
+    LoginRequired,
     McpError,
     ProtocolError,
     RemoteError,
@@ -61,6 +63,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "MODERN_PROTOCOL_VERSIONS",
     "SUPPORTED_PROTOCOL_VERSIONS",
+    "AuthError",
     "CallToolResult",
     "ConnectionClosed",
     "DiagnosticEvent",
@@ -68,6 +71,7 @@ __all__ = [
     "InputRequired",
     "InvalidResponse",
     "Limits",
+    "LoginRequired",
     "McpError",
     "ProtocolError",
     "Redacted",

@@ -29,6 +29,7 @@ def connect(
     bearer_token_env: str | None = None,
     headers: Mapping[str, str] | None = None,
     allow_insecure_http: bool | None = None,
+    auth: Any = None,
     http_client: Any = None,
     secrets: Iterable[str] | None = None,
     transport: str | None = None,
@@ -49,8 +50,9 @@ def connect(
     """Start (or reach) an MCP server and return a ready :class:`Session`.
 
     Give ``command`` (and ``args``) for a local server over stdio, or ``url``
-    for a remote one over Streamable HTTP (``transport="sse"``: the deprecated
-    HTTP+SSE transport of 2024-11-05). ``protocol`` chooses the era:
+    for a remote one over Streamable HTTP (``auth``: an object from
+    :mod:`mcp_sync.auth`, for a server behind OAuth; ``transport="sse"``: the
+    deprecated HTTP+SSE transport of 2024-11-05). ``protocol`` chooses the era:
     ``"auto"`` (the default) probes for a 2026-07-28 server and falls back to
     the handshake, ``"legacy"`` only does the handshake, ``"modern"`` never
     does; ``protocol_version`` pins one revision. ``options`` may be a
@@ -78,11 +80,15 @@ def connect_http(
     url: str,
     bearer_token_env: str | None = None,
     headers: Mapping[str, str] | None = None,
+    auth: Any = None,
     **kwargs: Any,
 ) -> Session:
-    """:func:`connect` to a Streamable HTTP server."""
+    """:func:`connect` to a Streamable HTTP server, optionally with static
+    ``headers``, ``auth`` (see :mod:`mcp_sync.auth`) or a static token from
+    ``bearer_token_env``."""
     return connect(
-        server=server, url=url, bearer_token_env=bearer_token_env, headers=headers, **kwargs
+        server=server, url=url, bearer_token_env=bearer_token_env, headers=headers, auth=auth,
+        **kwargs,
     )
 
 
@@ -98,6 +104,7 @@ def _connect(
     bearer_token_env: object = None,
     headers: object = None,
     allow_insecure_http: object = None,
+    auth: object = None,
     http_client: object = None,
     secrets: object = None,
     transport: object = None,
@@ -121,10 +128,6 @@ def _connect(
         given = "url" if url is not None else "command"
         raise ProtocolError(f"option transport={transport} does not match the option {given}")
 
-    def new_core() -> _Core:
-        return _Core(server, limits, diagnostics)
-
-    open_core: Callable[[], _Core]
     if url is not None:
         from ._http import check_http_options
 
@@ -142,55 +145,82 @@ def _connect(
                     "option transport=sse is the 2024-11-05 HTTP+SSE transport, "
                     "which has no modern era"
                 )
+            if auth is not None:
+                raise ProtocolError("option auth applies to Streamable HTTP, not to transport=sse")
             from ._sse import SseTransport
 
-            mode = "legacy"
-
-            def open_core() -> _Core:
-                core = new_core()
+            def open_sse() -> _Core:
+                core = _Core(server, limits, diagnostics)
                 core.transport = SseTransport(core, limits=limits, **http_options)
                 return core
 
-        else:
-            from ._http import HttpTransport
+            return _negotiated(open_sse, "legacy", pinned, http=True)
 
-            def open_core() -> _Core:
-                core = new_core()
-                core.transport = HttpTransport(core, limits=limits, **http_options)
-                return core
+        def attempt(binding: Any) -> Session:
+            def open_http() -> _Core:
+                return _http_core(server, limits, diagnostics, http_options, binding)
 
-    else:
-        from ._stdio import StdioTransport, child_environment
+            session = _negotiated(open_http, mode, pinned, http=True)
+            if binding is not None:
+                # From now on a login that needs a person runs inside the request.
+                binding.established = True
+            return session
 
-        if not isinstance(command, str) or not command:
-            raise ProtocolError("option command must be a non-empty string")
-        if headers is not None or allow_insecure_http is not None:
-            raise ProtocolError(
-                "options headers and allow_insecure_http apply only to an HTTP server (url)"
-            )
-        arg_list = _string_list(args)
-        if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
-            raise ProtocolError("option cwd must be a path")
-        extra_env = _string_map(env)
-        child_env = child_environment(extra_env, inherit_env is True)
-        masked = _secret_values(secrets, extra_env)
-        workdir = os.fspath(cwd) if cwd is not None else None
+        if auth is None:
+            return attempt(None)
+        from .auth._connect import connect_with_auth
 
-        def open_core() -> _Core:
-            core = new_core()
-            core.transport = StdioTransport(
-                core,
-                server=server,
-                command=command,
-                args=arg_list,
-                cwd=workdir,
-                env=child_env,
-                limits=limits,
-                secrets=masked,
-            )
-            return core
+        return connect_with_auth(auth, http_options, attempt, limits)
+    if auth is not None:
+        raise ProtocolError("option auth applies to an HTTP server (url), not to a command")
+    if headers is not None or allow_insecure_http is not None:
+        raise ProtocolError(
+            "options headers and allow_insecure_http apply only to an HTTP server (url)"
+        )
+    from ._stdio import StdioTransport, child_environment
 
-    done = negotiate(open_core, mode, pinned, http=url is not None)
+    if not isinstance(command, str) or not command:
+        raise ProtocolError("option command must be a non-empty string")
+    arg_list = _string_list(args)
+    if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
+        raise ProtocolError("option cwd must be a path")
+    extra_env = _string_map(env)
+    child_env = child_environment(extra_env, inherit_env is True)
+    masked = _secret_values(secrets, extra_env)
+    workdir = os.fspath(cwd) if cwd is not None else None
+
+    def open_stdio() -> _Core:
+        core = _Core(server, limits, diagnostics)
+        core.transport = StdioTransport(
+            core,
+            server=server,
+            command=command,
+            args=arg_list,
+            cwd=workdir,
+            env=child_env,
+            limits=limits,
+            secrets=masked,
+        )
+        return core
+
+    return _negotiated(open_stdio, mode, pinned, http=False)
+
+
+def _http_core(
+    server: str, limits: Limits, diagnostics: object, http_options: dict[str, Any], binding: Any
+) -> _Core:
+    from ._http import HttpTransport
+
+    core = _Core(server, limits, diagnostics)  # type: ignore[arg-type]
+    core.transport = HttpTransport(core, limits=limits, auth=binding, **http_options)
+    return core
+
+
+def _negotiated(
+    open_core: Callable[[], _Core], mode: str, pinned: str | None, *, http: bool
+) -> Session:
+    """Start a transport, settle the era, fetch the catalog (see ._eras)."""
+    done = negotiate(open_core, mode, pinned, http=http)
     return Session(done.core, done.era, done.server_info, done.tools)
 
 

@@ -47,7 +47,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ._catalog import ServerInfo, Tool
-from ._errors import ConnectionClosed, InvalidResponse, McpError, ProtocolError, RemoteError, Timeout
+from ._errors import (
+    AuthError,
+    ConnectionClosed,
+    InvalidResponse,
+    McpError,
+    ProtocolError,
+    RemoteError,
+    Timeout,
+)
 from ._limits import seconds
 from ._mcp_headers import Binding, InvalidHeaders, header_bindings
 from ._modern import (
@@ -359,6 +367,8 @@ def _probe(core: _Core, *, http: bool, version: str = LATEST_MODERN_VERSION,
         raise versions_refused(core.server, exc.theirs, SUPPORTED_PROTOCOL_VERSIONS) from None
     except RemoteError:
         return _Fallback(silent=False)  # any other JSON-RPC error: a handshake-era server
+    except AuthError:
+        raise  # credentials are not an answer about the era (a login may follow)
     except McpError:
         _raise_unless_repairable(core, http)
         # -32022 without a usable list, or twice; a result type this client

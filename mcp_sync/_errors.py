@@ -13,9 +13,11 @@ from typing import Any, ClassVar
 from ._redact import Redacted
 
 __all__ = [
+    "AuthError",
     "ConnectionClosed",
     "InputRequired",
     "InvalidResponse",
+    "LoginRequired",
     "McpError",
     "ProtocolError",
     "RemoteError",
@@ -129,3 +131,48 @@ class InputRequired(McpError):
 
     def _copy(self) -> McpError:
         return InputRequired(self.message, self.methods)
+
+# Error codes of the OAuth registries (RFC 6749, 6750, 7591, 8707, 9449, OIDC):
+# the only server-chosen words an AuthError repeats in its message.
+OAUTH_ERROR_CODES = frozenset(
+    {
+        "access_denied", "consent_required", "insufficient_scope", "interaction_required",
+        "invalid_client", "invalid_client_metadata", "invalid_dpop_proof", "invalid_grant",
+        "invalid_redirect_uri", "invalid_request", "invalid_scope", "invalid_target",
+        "invalid_token", "login_required", "server_error", "temporarily_unavailable",
+        "unauthorized_client", "unsupported_grant_type", "unsupported_response_type",
+        "use_dpop_nonce",
+    }
+)
+
+
+class AuthError(McpError):
+    """Authorization for a remote server could not be obtained, or the server
+    refused the credentials it got.
+
+    ``oauth_error`` is the OAuth error code an authorization server or the MCP
+    server gave (``"invalid_grant"``, ``"insufficient_scope"``...) when it is
+    one of the registered codes, else ``None``. Descriptions and URIs the
+    servers sent are kept only in ``detail``, a :class:`Redacted`.
+    """
+
+    kind = "auth_failed"
+
+    def __init__(
+        self, message: str, oauth_error: str | None = None, detail: Redacted[Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.oauth_error = oauth_error if oauth_error in OAUTH_ERROR_CODES else None
+        self.detail: Redacted[Any] = detail if detail is not None else Redacted(None)
+
+    def _copy(self) -> McpError:
+        return type(self)(self.message, self.oauth_error, self.detail)
+
+
+class LoginRequired(AuthError):
+    """A person has to log in (again) before the server can be reached: the
+    authorization needs a browser and this auth object may not open one here.
+
+    Call the auth object's ``login()``, or, in a web application, send the
+    user through ``begin_login()`` / ``complete_login()``.
+    """

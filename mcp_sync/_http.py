@@ -50,13 +50,14 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import urlsplit
 
-from ._errors import ConnectionClosed, McpError, ProtocolError, RemoteError
+from ._errors import ConnectionClosed, LoginRequired, McpError, ProtocolError, RemoteError, Timeout
 from ._headers import check_headers, plain_http_refused
 from ._jsonrpc import decode_line, encode
 from ._limits import Limits, seconds
 from ._redact import Redacted
 from ._session import initialize_params
 from ._versions import MODERN
+from ._watchdog import DeadlineWatch
 
 if TYPE_CHECKING:
     import httpx
@@ -80,6 +81,8 @@ KEEPALIVE_EXPIRY = 2.0
 so a request rarely races the server closing the connection under it."""
 MAX_SESSION_ID = 1024
 MAX_EVENT_ID = 1024
+MAX_AUTH_RETRIES = 2
+"""Times one request is sent again after its auth hook got new credentials."""
 
 _ACCEPT_BOTH = "application/json, text/event-stream"
 _ACCEPT_SSE = "text/event-stream"
@@ -348,6 +351,21 @@ class _Sink(Protocol):
     def transport_closed(self, stderr_tail: str) -> None: ...
 
 
+class _AuthHook(Protocol):
+    """What the transport needs from an auth object's binding
+    (``mcp_sync.auth._grant.Binding``): credentials for each request, and a
+    decision when the server refuses them."""
+
+    def attach(self, client: httpx.Client, stopping: threading.Event) -> None: ...
+    def headers(self, method: str, url: str, body: bytes | None, deadline: float) -> dict[str, str]: ...
+    def current(self, method: str, url: str) -> dict[str, str]: ...
+    def observe(self, status: int, headers: httpx.Headers) -> None: ...
+    def refused(
+        self, status: int, headers: httpx.Headers, sent: dict[str, str], deadline: float
+    ) -> bool: ...
+    def failure(self, status: int) -> tuple[McpError, bool]: ...
+
+
 class _Failure(Exception):
     """Raised inside a worker: ``error`` ends the session (``terminal``) or
     fails only the request being sent."""
@@ -381,6 +399,7 @@ class HttpTransport:
         token: Redacted[str] | None,
         http_client: httpx.Client | None,
         headers: Redacted[dict[str, str]] | None = None,
+        auth: _AuthHook | None = None,
     ) -> None:
         self._httpx = hx = _import_httpx()
         self._sink = sink
@@ -403,6 +422,7 @@ class HttpTransport:
                 ),
             )
         self._client: httpx.Client = http_client
+        self._auth = auth
         self._queue: queue.Queue[object] = queue.Queue(maxsize=limits.queue_capacity)
         self._lock = threading.Lock()
         self._workers: set[threading.Thread] = set()
@@ -421,10 +441,14 @@ class HttpTransport:
         self._by_request: dict[int, int] = {}  # request id -> its key in _inflight
         self._own_sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
         self._stopping = threading.Event()
+        # Ends any exchange still reading when its deadline passes.
+        self._watch = DeadlineWatch(f"mcp_sync-{server}-http-deadline", _wake)
         self._skip_delete = False
         self._shutdown_lock = threading.Lock()
         self._shutdown_done = threading.Event()
         self._shut_down = False
+        if auth is not None:
+            auth.attach(http_client, self._stopping)
 
     def __repr__(self) -> str:
         return f"<HttpTransport server={self._server!r}>"
@@ -626,10 +650,10 @@ class HttpTransport:
                 self._check_status(status, response, frame, allow_renew=True)
                 self._adopt_session_id(response)
             elif status != 200:
-                self._modern_status(status, response, frame, request_id)
+                self._modern_status(status, response, frame, request_id, deadline)
             kind = _content_type(response)
             if kind == "application/json":
-                self._sink.receive(self._read_body(response))
+                self._sink.receive(self._read_body(response, deadline))
                 if self._sink.waiting(request_id) and self._sink.terminal is None:
                     raise _Failure(
                         ProtocolError(
@@ -672,7 +696,7 @@ class HttpTransport:
         if status == 200:
             return
         if status in (401, 403):
-            raise _Failure(self._auth_refused(status), True)
+            raise self._refusal(status)
         stale = response.request.headers.get("Mcp-Session-Id")
         if status == 404 and allow_renew and stale is not None:
             raise _SessionLost(stale)
@@ -688,7 +712,12 @@ class HttpTransport:
         raise _Failure(self._status_error(status, frame), False)
 
     def _modern_status(
-        self, status: int, response: httpx.Response, frame: bytes, request_id: int
+        self,
+        status: int,
+        response: httpx.Response,
+        frame: bytes,
+        request_id: int,
+        deadline: float,
     ) -> None:
         """A modern request answered with an error status. A JSON-RPC error in
         the body (the revision puts ``-32022``, ``-32601``, header mismatches
@@ -697,7 +726,7 @@ class HttpTransport:
             self._check_status(status, response, frame, allow_renew=False)
             return
         if _content_type(response) == "application/json":
-            error = _error_reply(decode_body(self._read_body(response)), request_id)
+            error = _error_reply(decode_body(self._read_body(response, deadline)), request_id)
             if error is not None:
                 raise _Failure(
                     RemoteError(
@@ -709,6 +738,15 @@ class HttpTransport:
                     False,
                 )
         raise _Failure(self._status_error(status, frame), False)
+
+    def _refusal(self, status: int) -> _Failure:
+        """The failure for a 401/403 that new credentials did not fix."""
+        if self._auth is not None:
+            error, terminal = self._auth.failure(status)
+            if terminal:
+                self._skip_delete = True
+            return _Failure(error, terminal)
+        return _Failure(self._auth_refused(status), True)
 
     def _auth_refused(self, status: int) -> ConnectionClosed:
         self._skip_delete = True
@@ -755,9 +793,15 @@ class HttpTransport:
         except self._httpx.TimeoutException:
             raise
         except self._httpx.TransportError:
-            # The stream broke: like a clean end, it may be resumed.
+            # The stream broke: like a clean end, it may be resumed -- unless
+            # the watchdog ended it at the deadline.
             if self._stopping.is_set():
                 raise _Stopped from None
+            if time.monotonic() >= deadline:
+                raise self._httpx.ReadTimeout("the deadline passed") from None
+        if time.monotonic() >= deadline:
+            # A shut-down socket may also read as a clean end of the stream.
+            raise self._httpx.ReadTimeout("the deadline passed")
         return not sink.waiting(request_id)
 
     def _resume(self, parser: SseParser, request_id: int, frame: bytes, deadline: float) -> None:
@@ -784,7 +828,7 @@ class HttpTransport:
             with self._open("GET", None, deadline, headers) as response:
                 status = response.status_code
                 if status in (401, 403):
-                    raise _Failure(self._auth_refused(status), True)
+                    raise self._refusal(status)
                 if status != 200 or _content_type(response) != "text/event-stream":
                     raise _Failure(
                         ConnectionClosed(
@@ -803,8 +847,9 @@ class HttpTransport:
                 if self._read_events(response, parser, request_id, deadline):
                     return
 
-    def _read_body(self, response: httpx.Response) -> bytes:
-        """The whole body, refused at ``max_frame_bytes`` without holding more."""
+    def _read_body(self, response: httpx.Response, deadline: float) -> bytes:
+        """The whole body, refused at ``max_frame_bytes`` without holding more,
+        read by ``deadline`` (the watchdog ends a read that would go past it)."""
         limit = self._limits.max_frame_bytes
         self._check_encoding(response)
         length = response.headers.get("content-length")
@@ -825,6 +870,8 @@ class HttpTransport:
         except self._httpx.TransportError as exc:
             if self._stopping.is_set():
                 raise _Stopped from None
+            if time.monotonic() >= deadline:
+                raise self._httpx.ReadTimeout("the deadline passed") from None
             raise _Failure(
                 ConnectionClosed(
                     f"the HTTP connection to server {self._server!r} broke during a "
@@ -832,6 +879,9 @@ class HttpTransport:
                 ),
                 True,
             ) from None
+        if time.monotonic() >= deadline:
+            # A shut-down socket may also read as a clean (short) end.
+            raise self._httpx.ReadTimeout("the deadline passed")
         return b"".join(parts)
 
     def _body_too_long(self, limit: int) -> _Failure:
@@ -869,6 +919,12 @@ class HttpTransport:
                 status = response.status_code
         except _Stopped:
             return True
+        except _Failure as refused:
+            if refused.terminal:
+                self._sink.terminate(refused.error)
+            if strict:
+                raise refused.error._copy() from None
+            return True
         except Exception as exc:  # httpx errors, and whatever an event hook raises
             if isinstance(exc, self._httpx.TimeoutException):
                 return not strict
@@ -881,10 +937,11 @@ class HttpTransport:
         if status in (200, 202, 204):
             return True
         if status in (401, 403):
-            error = self._auth_refused(status)
-            self._sink.terminate(error)
+            failure = self._refusal(status)
+            if failure.terminal:
+                self._sink.terminate(failure.error)
             if strict:
-                raise error._copy()
+                raise failure.error._copy()
             return True
         if strict:
             raise self._status_error(status, frame)
@@ -980,13 +1037,13 @@ class HttpTransport:
         headers = self._headers(_ACCEPT_BOTH, session=False)
         with self._open("POST", frame, deadline, headers) as response:
             if response.status_code in (401, 403):
-                raise _Failure(self._auth_refused(response.status_code), True)
+                raise self._refusal(response.status_code)
             if response.status_code != 200:
                 raise _Failure(lost, True)
             self._adopt_session_id(response)
             kind = _content_type(response)
             if kind == "application/json":
-                frames: Iterator[bytes] = iter([self._read_body(response)])
+                frames: Iterator[bytes] = iter([self._read_body(response, deadline)])
             elif kind == "text/event-stream":
                 self._check_encoding(response)
                 frames = self._iter_events(response)
@@ -1044,6 +1101,7 @@ class HttpTransport:
             self._inflight[key] = sockets
             if request_id is not None:
                 self._by_request[request_id] = key
+        watched = self._watch.add(deadline, sockets)
 
         def trace(event: str, info: dict[str, Any]) -> None:
             # httpcore reports each new connection's stream ("...connect_tcp.complete",
@@ -1052,22 +1110,68 @@ class HttpTransport:
                 self._track(info.get("return_value"), sockets)
 
         try:
-            with self._client.stream(
-                method,
-                self._url,
-                content=content,
-                headers=headers,
-                timeout=hx.Timeout(min(remaining, threading.TIMEOUT_MAX)),
-                extensions={"trace": trace},
-            ) as response:
-                # A reused connection reports no connect event, only this.
-                self._track(response.extensions.get("network_stream"), sockets)
-                yield response
+            attempts = 0
+            while True:
+                sent = headers
+                if self._auth is not None:
+                    sent = {**headers, **self._credentials(method, content, deadline)}
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise hx.TimeoutException("deadline passed before sending")
+                with self._client.stream(
+                    method,
+                    self._url,
+                    content=content,
+                    headers=sent,
+                    timeout=hx.Timeout(min(remaining, threading.TIMEOUT_MAX)),
+                    extensions={"trace": trace},
+                ) as response:
+                    # A reused connection reports no connect event, only this.
+                    self._track(response.extensions.get("network_stream"), sockets)
+                    if self._auth is not None:
+                        self._auth.observe(response.status_code, response.headers)
+                        if response.status_code in (401, 403) and attempts < MAX_AUTH_RETRIES:
+                            attempts += 1
+                            response.close()
+                            if self._reauthorize(response, sent, deadline):
+                                continue
+                    yield response
+                    return
+        except hx.TransportError as exc:
+            # The watchdog shut the socket down at the deadline: a timeout,
+            # not a broken connection.
+            if isinstance(exc, hx.TimeoutException) or time.monotonic() < deadline:
+                raise
+            raise hx.ReadTimeout("the deadline passed") from None
         finally:
+            self._watch.remove(watched)
             with self._lock:
                 self._inflight.pop(key, None)
                 if request_id is not None:
                     self._by_request.pop(request_id, None)
+
+    def _credentials(self, method: str, content: bytes | None, deadline: float) -> dict[str, str]:
+        assert self._auth is not None
+        try:
+            return self._auth.headers(method, self._url, content, deadline)
+        except Timeout:
+            raise self._httpx.TimeoutException("authorization missed the deadline") from None
+        except McpError as exc:
+            raise _Failure(exc, True) from None
+
+    def _reauthorize(self, response: httpx.Response, sent: dict[str, str], deadline: float) -> bool:
+        """Ask the auth hook for new credentials after a 401/403; True: retry."""
+        assert self._auth is not None
+        status = response.status_code
+        try:
+            return self._auth.refused(status, response.headers, sent, deadline)
+        except Timeout:
+            raise self._httpx.TimeoutException("authorization missed the deadline") from None
+        except McpError as exc:
+            if status == 401 or isinstance(exc, LoginRequired):
+                self._skip_delete = True
+                raise _Failure(exc, True) from None
+            raise _Failure(exc, False) from None
 
     def _track(self, stream: object, sockets: list[socket.socket]) -> None:
         get_extra_info = getattr(stream, "get_extra_info", None)
@@ -1122,6 +1226,7 @@ class HttpTransport:
         for sock in sockets:
             _wake(sock)
         self._stop_workers()
+        self._watch.close()
         self._delete_session()
         deadline = time.monotonic() + THREAD_JOIN
         current = threading.current_thread()
@@ -1163,6 +1268,9 @@ class HttpTransport:
             headers.update(self._extra_headers.reveal())
         if self._token is not None:
             headers["Authorization"] = "Bearer " + self._token.reveal()
+        if self._auth is not None:
+            with contextlib.suppress(Exception):
+                headers.update(self._auth.current("DELETE", self._url))
         version = self._sink.protocol_version
         if version is not None:
             headers["MCP-Protocol-Version"] = version

@@ -92,15 +92,20 @@ _RULES: tuple[tuple[re.Pattern[str], tuple[str, ...], bool], ...] = tuple(
             r"(?:[A-Za-z][A-Za-z0-9_\-]*+\s++)?(?P<s>[^\s\"',;]++)",
             ("authorization",),
         ),
-        # Bearer <token> and Basic <credentials> anywhere.
-        (r"(?i)\b(?:bearer|basic)\s++(?P<s>[A-Za-z0-9._~+/\-]++=*+)", ("bearer", "basic")),
+        # Bearer <token>, Basic <credentials> and DPoP-bound tokens anywhere.
+        (
+            r"(?i)\b(?:bearer|basic|dpop)\s++(?P<s>[A-Za-z0-9._~+/\-]++=*+)",
+            ("bearer", "basic", "dpop"),
+        ),
         # key=value / key: value / "key": "value" for secret-looking keys
-        # (DB_PASS=, PGPASSWORD=, AccountKey=, SharedAccessKey=, sig=...).
+        # (DB_PASS=, PGPASSWORD=, AccountKey=, SharedAccessKey=, sig=..., and
+        # OAuth's codes, PKCE verifiers and assertions).
         (
             r"(?i)(?:password|passwd|pwd|pass|token|secret|api[_-]?key|access[_-]?key|"
-            r"account[_-]?key|private[_-]?key|client[_-]?secret|credentials?|auth|sig)"
-            r"[\"']?\s*+[:=]\s*+[\"']?(?P<s>[^\s\"'&,;]++)",
-            ("pass", "pwd", "token", "secret", "key", "credential", "auth", "sig"),
+            r"account[_-]?key|private[_-]?key|client[_-]?secret|credentials?|auth|sig|"
+            r"verifier|assertion|\bcode)[\"']?\s*+[:=]\s*+[\"']?(?P<s>[^\s\"'&,;]++)",
+            ("pass", "pwd", "token", "secret", "key", "credential", "auth", "sig", "verifier",
+             "assertion", "code"),
         ),
     )
 )

@@ -52,6 +52,7 @@ from ._limits import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
 from ._locations import CLIENTS, candidates, select_servers
 from ._variables import VariableError, expand
 from ._versions import SUPPORTED_PROTOCOL_VERSIONS
+from .auth._config import AuthConfig
 from .flows import ProjectionError, check_flow_name
 
 __all__ = [
@@ -266,6 +267,14 @@ class HttpConnectOptions(_Entry):
                 "allowInsecureHttp: true to opt in",
             )
         return self
+    auth: AuthConfig | None = None
+    """OAuth for the server (see :mod:`mcp_sync.auth`); built when connecting."""
+
+    def connect_kwargs(self) -> dict[str, Any]:
+        out = super().connect_kwargs()
+        if self.auth is not None:
+            out["auth"] = self.auth.build(self.server)
+        return out
 
     @field_validator("url")
     @classmethod

@@ -16,6 +16,8 @@ import os
 import sys
 from typing import Any
 
+from conformance_auth import auth_for
+
 import mcp_sync
 
 CONNECT_TIMEOUT_MS = 10_000
@@ -36,7 +38,8 @@ def call(session: mcp_sync.Session, name: str, arguments: dict[str, Any] | None 
 def run(scenario: str, url: str, context: dict[str, Any]) -> None:
     try:
         session = mcp_sync.connect_http(
-            server="conformance", url=url, handshake_timeout_ms=CONNECT_TIMEOUT_MS
+            server="conformance", url=url, handshake_timeout_ms=CONNECT_TIMEOUT_MS,
+            auth=auth_for(scenario),
         )
     except mcp_sync.ProtocolError as exc:
         if scenario in NO_TOOLS and "tools capability" in exc.message:
@@ -69,9 +72,14 @@ def run(scenario: str, url: str, context: dict[str, Any]) -> None:
             for name in ("test_mrtr_echo_state", "test_mrtr_no_state",
                          "test_mrtr_unrelated", "test_mrtr_no_result_type"):
                 call(session, name)
+        elif scenario.startswith("auth/"):
+            # Connecting authorized and listed the tools; a call exercises
+            # what only tools/call may need (a scope step-up).
+            if any(tool.name == "test-tool" for tool in session.tools):
+                session.call_tool("test-tool", {}, timeout_ms=CALL_TIMEOUT_MS)
         else:
-            # Anything else (json-schema-ref-no-deref, the auth/ scenarios):
-            # connecting, which lists the tools, is all this client does.
+            # Anything else (json-schema-ref-no-deref): connecting, which lists
+            # the tools, is all this client does.
             for tool in session.tools:
                 print(tool.name)
 

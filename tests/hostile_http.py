@@ -24,6 +24,9 @@ Tools (``tools/call`` with ``name``):
 - ``html``      -> 200 with ``text/html``
 - ``gzip``      -> a gzip-compressed JSON reply
 - ``trickle``   -> SSE: a comment every 50 ms, never a reply
+- ``dribble``   -> a JSON body sent one byte every ``ms`` (default 400) ms
+- ``quotes``    -> a ``bytes``-byte JSON body: 129 brackets, then an unterminated
+  string of escaped quotes (quadratic for a naive depth scan)
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ DEFAULT_TOOLS: list[dict[str, Any]] = [
     {"name": name, "description": f"the {name} behaviour", "inputSchema": {"type": "object"}}
     for name in (
         "echo", "slow", "hang", "status", "big", "bigevent", "deep", "ping", "unknown",
-        "notify", "drop", "dropnoid", "accepted", "html", "gzip", "trickle",
+        "notify", "drop", "dropnoid", "accepted", "html", "gzip", "trickle", "dribble", "quotes",
     )
 ]  # fmt: skip
 
@@ -355,6 +358,21 @@ class _Handler(BaseHTTPRequestHandler):
                 while not cfg.release.wait(0.05):
                     self.wfile.write(b": still working\n\n")
                     self.wfile.flush()
+        elif name == "dribble":
+            body = json.dumps({"jsonrpc": "2.0", "id": rid, "result": _result("late")}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for index in range(len(body)):
+                    if cfg.release.wait(int(args.get("ms", 400)) / 1000):
+                        break
+                    self.wfile.write(body[index : index + 1])
+                    self.wfile.flush()
+        elif name == "quotes":
+            head = b'{"a":' + b"[" * 129 + b'"'
+            self._send(200, head + b'\\"' * ((int(args["bytes"]) - len(head)) // 2))
         elif name == "gzip":
             frame = json.dumps({"jsonrpc": "2.0", "id": rid, "result": _result("zipped")}).encode()
             self._send(200, gzip.compress(frame), Content_Encoding="gzip")

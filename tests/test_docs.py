@@ -324,7 +324,10 @@ def test_every_docs_page_is_linked_from_the_hubs(hub: str) -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["mcp_sync", "mcp_sync.testing", "mcp_sync.flows", "mcp_sync.config", "mcp_sync.model_tools"],
+    [
+        "mcp_sync", "mcp_sync.testing", "mcp_sync.flows", "mcp_sync.config", "mcp_sync.model_tools",
+        "mcp_sync.auth",
+    ],
 )
 def test_api_page_names_every_public_name(module: str) -> None:
     api = (DOCS / "api.md").read_text(encoding="utf-8")
@@ -346,6 +349,8 @@ _ERROR_CLASSES = {
     "InputRequired",
     "NoCommonVersion",
     "_NumberRefused",
+    "AuthError",
+    "LoginRequired",
 }
 
 
@@ -364,7 +369,8 @@ def library_messages() -> list[tuple[str, int, str]]:
     around its ``{placeholders}``.
     """
     found = []
-    for source in sorted((REPO / "mcp_sync").glob("_*.py")):
+    sources = [*(REPO / "mcp_sync").glob("_*.py"), *(REPO / "mcp_sync" / "auth").glob("_*.py")]
+    for source in sorted(sources):
         tree = ast.parse(source.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and node.args):

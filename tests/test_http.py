@@ -490,6 +490,41 @@ def test_deadline_covers_the_whole_stream(hostile: Hostile) -> None:
         session.call_tool("trickle", timeout_ms=400)
 
 
+def test_a_body_of_escaped_quotes_is_scanned_in_linear_time(hostile: Hostile) -> None:
+    # The audit's 32 KB body stalled every thread for seconds; 1 MiB for an hour.
+    with connect(hostile) as session, timed(5.0), pytest.raises(
+        mcp_sync.ProtocolError, match="JSON body that is not its reply"
+    ):
+        session.call_tool("quotes", {"bytes": 1_000_000}, timeout_ms=10_000)
+
+
+def test_a_dribbled_body_is_abandoned_at_the_deadline(hostile: Hostile) -> None:
+    # One byte every 0.4 s never trips a read timeout. Before the watchdog each
+    # such call kept a worker for minutes: 40 of them took the whole pool, and
+    # the next call waited behind them.
+    outcomes: list[str] = []
+
+    def call() -> None:
+        try:
+            session.call_tool("dribble", timeout_ms=500)
+            outcomes.append("answered")
+        except mcp_sync.Timeout:
+            outcomes.append("timeout")
+
+    with connect(hostile) as session:
+        callers = [threading.Thread(target=call) for _ in range(40)]
+        with timed(5.0):
+            for caller in callers:
+                caller.start()
+            for caller in callers:
+                caller.join()
+        assert outcomes == ["timeout"] * 40
+        with timed(3.0):
+            assert session.call_tool("echo", {"message": "free"}, timeout_ms=2_000).content[0]["text"] == "free"
+        assert not session.closed
+    wait_threads_gone()
+
+
 def test_largest_limits_work_over_http(hostile: Hostile) -> None:
     huge = mcp_sync.MAX_SAFE_INTEGER
     with connect(hostile, handshake_timeout_ms=huge, request_timeout_ms=huge) as session:

@@ -185,3 +185,63 @@ def test_expanded_config_values_stay_private(
     for private in (secret, header):
         for text in everything:
             assert private not in text
+
+
+def test_no_auth_secret_in_any_message_repr_or_log(caplog: pytest.LogCaptureFixture) -> None:
+    """Tokens, codes, verifiers, client secrets and private keys (issue 16):
+    every failure mode of the auth flows, with their objects' reprs, and
+    whatever the library logs meanwhile."""
+    import logging
+
+    from joserfc.jwk import ECKey
+    from oauth_fake import SECRET_DESCRIPTION, fake_oauth_server, stand_in_browser
+
+    from mcp_sync import auth
+
+    caplog.set_level(logging.DEBUG)
+    client_secret = "client-secret-value-0123456789"
+    private_key = ECKey.generate_key("P-256").as_pem(private=True).decode()
+    key_body = private_key.splitlines()[1]
+    errors: list[mcp_sync.McpError] = []
+    objects: list[object] = []
+    with fake_oauth_server() as fake:
+        url = f"{fake.url}/mcp"
+
+        def attempt(flow: object, **kwargs: object) -> None:
+            objects.append(flow)
+            try:
+                with mcp_sync.connect_http(server="s", url=url, auth=flow, **kwargs) as session:  # type: ignore[arg-type]
+                    objects.append(session)
+                    session.call_tool("echo", {"message": "m"})
+                    fake.insufficient_scope_for_call = "never"
+                    session.call_tool("echo", {"message": "m"})
+            except mcp_sync.McpError as exc:
+                errors.append(exc)
+
+        code_flow = auth.AuthorizationCode(redirect_handler=stand_in_browser(fake))
+        attempt(code_flow)
+        fake.insufficient_scope_for_call = None
+        attempt(auth.ClientCredentials("svc", client_secret=client_secret))
+        attempt(auth.ClientCredentials("svc", private_key=private_key))
+        fake.token_status = 400  # every token request refused, with a description
+        attempt(auth.ClientCredentials("svc", client_secret=client_secret))
+        fake.token_status = 200
+        fake.redirect_extra = {"state": "forged"}
+        attempt(auth.AuthorizationCode(redirect_handler=stand_in_browser(fake)))
+        fake.redirect_extra = {}
+        attempt(lambda: "provider-token-not-accepted")
+        secrets = [client_secret, key_body, SECRET_DESCRIPTION, "provider-token-not-accepted"]
+        secrets += list(fake.tokens) + list(fake.refresh_tokens)
+        secrets += [r.form.get("code_verifier", "") for r in fake.seen("/token")]
+        secrets += [r.form.get("code", "") for r in fake.seen("/token")]
+        grant = code_flow._grant(url)
+        objects += [grant, grant.token, grant.client, grant.dpop]
+    secrets = [s for s in secrets if s]
+    assert {e.kind for e in errors} == {"auth_failed"}
+    texts = [str(e) for e in errors] + [repr(e) for e in errors] + [repr(o) for o in objects]
+    # The library's own records and httpx's request lines (httpcore's traces also
+    # show this test's stand-in browser following the redirect that carries the code).
+    texts += [r.getMessage() for r in caplog.records if r.name.startswith("mcp_sync") or r.name == "httpx"]
+    for text in texts:
+        for secret in secrets:
+            assert secret not in text, text
