@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from . import _proctree
 from ._errors import ConnectionClosed, ProtocolError, SpawnFailed
+from ._jsonrpc import decode_line
 from ._limits import Limits, reply_not_queued, seconds
 from ._redact import StderrTail
 
@@ -113,6 +114,14 @@ class _Sink(Protocol):
     def terminate(self, error: ConnectionClosed | ProtocolError, *, wait: bool = False) -> None: ...
     def claim(self, request_id: int) -> bool: ...
     def transport_closed(self, stderr_tail: str) -> None: ...
+
+
+def _whole_frame(line: bytes) -> bool:
+    """Whether ``line`` is a protocol frame on its own (resync after an interrupt)."""
+    try:
+        return decode_line(line) is not None
+    except ProtocolError:
+        return False
 
 
 def _owned(lock: Any) -> bool:
@@ -234,7 +243,7 @@ class StdioTransport:
         self._pos = 0
         self._stdout_state = _OPEN
         # Set around a read(2) whose result could be lost to an interrupt;
-        # _resync then drops the line that may have lost its middle.
+        # _resync then drops what may be the tail of a line that lost its middle.
         self._reading = False
         self._resync = False
         # Replies to server requests that a reading caller could not queue at
@@ -523,12 +532,17 @@ class StdioTransport:
                 self._stdout_state = _EOF
                 return False
         if self._resync:
-            # Drop the rest of a line that may have lost its middle.
+            # A chunk may have been lost: up to the next newline stands
+            # either a whole line (the lost chunk ended with one) or the tail
+            # of a line that lost its middle. Only a whole frame is kept.
             newline = chunk.find(b"\n", self._pos)
             if newline < 0:
                 self._chunk = None
                 return True
+            first = chunk[self._pos : newline]
             self._pos, self._resync = newline + 1, False
+            if _whole_frame(first):
+                receive(first)
         start = self._pos
         while True:
             newline = chunk.find(b"\n", start)
