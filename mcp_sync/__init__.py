@@ -19,6 +19,7 @@ from ._errors import (
     McpError,
     ProtocolError,
     RemoteError,
+    ServerUnavailable,
     SpawnFailed,
     Timeout,
     ToolNotFound,
@@ -39,6 +40,7 @@ from ._limits import (
     Limits,
 )
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
+from ._servers import DEFAULT_HEALTH_CHECK_TIMEOUT_MS, RespawnPolicy, Servers
 from ._session import CLIENT_INFO, Session
 from ._versions import (
     HANDSHAKE_PROTOCOL_VERSIONS,
@@ -49,6 +51,7 @@ from ._versions import (
 __all__ = [
     "CLIENT_INFO",
     "DEFAULT_HANDSHAKE_TIMEOUT_MS",
+    "DEFAULT_HEALTH_CHECK_TIMEOUT_MS",
     "DEFAULT_MAX_CATALOG_PAGES",
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_MAX_OUTBOUND_FRAME_BYTES",
@@ -76,7 +79,10 @@ __all__ = [
     "ProtocolError",
     "Redacted",
     "RemoteError",
+    "RespawnPolicy",
     "ServerInfo",
+    "ServerUnavailable",
+    "Servers",
     "Session",
     "SpawnFailed",
     "Timeout",

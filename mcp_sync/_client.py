@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from . import _log
 from ._eras import check_protocol, negotiate
-from ._errors import ProtocolError
+from ._errors import McpError, ProtocolError
 from ._limits import Limits
 from ._redact import Diagnostics
 from ._session import Session, _Core
@@ -71,7 +73,14 @@ def connect(
     given: dict[str, Any] = {k: v for k, v in locals().items() if k != "options"}
     merged: dict[str, Any] = dict(options.connect_kwargs()) if options is not None else {}
     merged.update({k: v for k, v in given.items() if v is not None})
-    return _connect(**merged)
+    started = time.monotonic()
+    try:
+        session = _connect(**merged)
+    except McpError as exc:
+        _log.connect_failed(merged.get("server"), exc, started)
+        raise
+    _log.connected(session, "http" if merged.get("url") is not None else "stdio", started)
+    return session
 
 
 def connect_http(

@@ -21,6 +21,7 @@ __all__ = [
     "McpError",
     "ProtocolError",
     "RemoteError",
+    "ServerUnavailable",
     "SpawnFailed",
     "Timeout",
     "ToolNotFound",
@@ -132,6 +133,37 @@ class InputRequired(McpError):
     def _copy(self) -> McpError:
         return InputRequired(self.message, self.methods)
 
+
+class ServerUnavailable(McpError):
+    """:class:`mcp_sync.Servers` will not start this server again yet: it kept
+    failing, and the next attempt is held back (see the respawn policy).
+
+    Raised at once, without starting anything. ``server`` is its name,
+    ``failures`` how many times in a row it failed, ``retry_in`` how many
+    seconds remain before the next attempt, and ``last_error`` the failure
+    that made it wait.
+    """
+
+    kind = "server_unavailable"
+
+    def __init__(
+        self,
+        message: str,
+        server: str = "",
+        failures: int = 0,
+        retry_in: float = 0.0,
+        last_error: McpError | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.server = server
+        self.failures = failures
+        self.retry_in = retry_in
+        self.last_error = last_error
+
+    def _copy(self) -> McpError:
+        return ServerUnavailable(
+            self.message, self.server, self.failures, self.retry_in, self.last_error
+        )
 # Error codes of the OAuth registries (RFC 6749, 6750, 7591, 8707, 9449, OIDC):
 # the only server-chosen words an AuthError repeats in its message.
 OAUTH_ERROR_CODES = frozenset(

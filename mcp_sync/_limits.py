@@ -23,6 +23,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "Limits",
     "reply_not_queued",
+    "request_budget",
     "seconds",
 ]
 
@@ -85,6 +86,14 @@ def check_limit(name: str, value: object) -> int:
             f"option {name} must be a positive integer no larger than 2**53-1, got {shown}"
         )
     return value
+
+
+def request_budget(limits: Limits, timeout_ms: object) -> tuple[int, str]:
+    """A request's budget in ms and the option it came from, for messages:
+    ``timeout_ms`` if given (checked), else ``request_timeout_ms``."""
+    if timeout_ms is None:
+        return limits.request_timeout_ms, "request_timeout_ms"
+    return check_limit("timeout_ms", timeout_ms), "timeout_ms"
 
 
 def seconds(ms: int) -> float:

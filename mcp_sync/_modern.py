@@ -167,7 +167,11 @@ class ModernPath:
             sent = self.version
             # The headers first: they may refuse an argument, before any I/O.
             headers = self.headers(method, params)
-            full = {**params, "_meta": self._meta}
+            extra = params.get("_meta")
+            # The caller's own _meta keys (a traceparent) go along; the
+            # protocol's are this path's.
+            meta = self._meta if extra is None else {**extra, **self._meta}
+            full = {**params, "_meta": meta}
             try:
                 result = core.request(
                     method,
@@ -235,15 +239,21 @@ class ModernPath:
         arguments: Mapping[str, Any],
         deadline: float,
         describe: Callable[[], str],
+        *,
+        meta: Mapping[str, Any] | None = None,
     ) -> Any:
         """``tools/call``, answering ``input_required`` results until the
-        server gives a final result, all within ``deadline``."""
-        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        server gives a final result, all within ``deadline``. ``meta``: the
+        caller's own ``_meta`` keys, sent with every round."""
+        base: dict[str, Any] = {"name": name, "arguments": arguments}
+        if meta is not None:
+            base["_meta"] = meta
+        params = base
         for _ in range(MAX_INPUT_ROUNDS + 1):
             result = self.request(core, "tools/call", params, deadline, describe)
             if self.result_type(result, "tools/call") == _COMPLETE:
                 return result
-            params = {"name": name, "arguments": arguments}
+            params = dict(base)
             requests, state = self._input_required(result, name)
             if requests is not None:
                 params["inputResponses"] = self._answer(core, requests, name, deadline)

@@ -44,7 +44,12 @@ def kill_marked(marker: str, *, exclude: int) -> int:
     A pidfd pins the process between the check and the signal, so a pid that
     is reused in between is never hit.
     """
-    if not os.path.isdir(_PROC) or not hasattr(signal, "pidfd_send_signal"):
+    if not (
+        os.path.isdir(_PROC)
+        and hasattr(signal, "pidfd_send_signal")
+        and hasattr(os, "pidfd_open")
+        and hasattr(signal, "SIGKILL")
+    ):
         return 0
     needle = marker.encode()
     ours = {os.getpid(), exclude}

@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import _log
 from ._catalog import CallToolResult, CatalogWalk, ServerInfo, Tool, parse_call_result
 from ._errors import (
     ConnectionClosed,
@@ -27,8 +28,9 @@ from ._errors import (
     Timeout,
     ToolNotFound,
 )
+from ._health import probe
 from ._jsonrpc import check_arguments, decode_line, encode
-from ._limits import Limits, check_limit, reply_not_queued, seconds
+from ._limits import Limits, reply_not_queued, request_budget, seconds
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
 from ._versions import HANDSHAKE_PROTOCOL_VERSIONS, MODERN, SUPPORTED_PROTOCOL_VERSIONS
 
@@ -176,6 +178,7 @@ class _Core:
         # What the client declares it can do: in initialize, and in the modern
         # era in every request's _meta. Nothing yet (SPEC §9.8).
         self.client_capabilities: Mapping[str, Any] = {}
+        self.ended_at = 0.0  # time.monotonic() of the terminal transition
         # Set while user code (the diagnostic observer) runs on this thread.
         self._callback = threading.local()
         _cores.add(self)
@@ -210,6 +213,7 @@ class _Core:
         if first:
             for entry in pending.values():
                 entry.set_exception(error._copy())
+            self.ended_at = _log.ended(self, error)  # after the waiters are released
         if self.transport is not None:
             self.transport.shutdown(wait)
 
@@ -237,6 +241,7 @@ class _Core:
         """Called once by the transport when its teardown is complete."""
         if stderr_tail and self.failed():
             self.emit("stderr", stderr_tail)
+        _log.torn_down(self, self.ended_at)
 
     # ----------------------------------------------------------- writing
 
@@ -332,7 +337,7 @@ class _Core:
             except ProtocolError:
                 return True
             # Best effort: a full queue drops it rather than making us late.
-            self.transport.send_nowait(frame)
+            _log.cancelled(self.server, request_id, self.transport.send_nowait(frame))
         return True
 
     def notify(self, method: str, timeout: float) -> None:
@@ -504,21 +509,23 @@ class _Core:
     # ----------------------------------------------------------- calling
 
     def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None, timeout_ms: int | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        timeout_ms: int | None,
+        traceparent: str | None = None,
     ) -> CallToolResult:
         terminal = self._terminal
         if terminal is not None:
             raise terminal._copy()
         if name not in self.tool_names:
             raise _not_in_catalog(name, self.server)
-        if timeout_ms is None:
-            timeout_ms = self.limits.request_timeout_ms
-            option = "request_timeout_ms"
-        else:
-            timeout_ms = check_limit("timeout_ms", timeout_ms)
-            option = "timeout_ms"
+        timeout_ms, option = request_budget(self.limits, timeout_ms)
         args: Any = {} if arguments is None else arguments
         check_arguments(args, self.limits.max_outbound_frame_bytes)
+        params: dict[str, Any] = {"name": name, "arguments": args}
+        if traceparent is not None:  # W3C trace context, in the request's _meta
+            params["_meta"] = {"traceparent": _log.check_traceparent(traceparent)}
         modern = self.modern
         if modern is not None:
             result = modern.call_tool(
@@ -527,11 +534,12 @@ class _Core:
                 args,
                 time.monotonic() + seconds(timeout_ms),
                 lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
+                meta=params.get("_meta"),
             )
             return parse_call_result(result, name, any_structured=True)
         result = self.request(
             "tools/call",
-            {"name": name, "arguments": args},
+            params,
             seconds(timeout_ms),
             # Built only for a timeout's message: most calls never need it.
             lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
@@ -631,15 +639,28 @@ class Session:
         arguments: Mapping[str, Any] | None = None,
         *,
         timeout_ms: int | None = None,
+        traceparent: str | None = None,
     ) -> CallToolResult:
         """Call one tool and block for its result.
 
         ``arguments`` must be a dict with str keys (``None`` sends ``{}``).
         ``timeout_ms`` overrides ``request_timeout_ms`` for this call. A result
         with ``is_error=True`` is the tool reporting its own failure; a failure
-        of the session raises a :class:`McpError`.
+        of the session raises a :class:`McpError`. ``traceparent``, a W3C
+        trace context value, is sent in the request's ``_meta``.
         """
-        return self._core.call_tool(name, arguments, timeout_ms)
+        if _log.CALLS.isEnabledFor(_log.DEBUG):
+            return _log.logged_call(self._core, name, arguments, timeout_ms, traceparent)
+        return self._core.call_tool(name, arguments, timeout_ms, traceparent)
+
+    def ping(self, *, timeout_ms: int | None = None) -> None:
+        """Check that the server answers, within ``timeout_ms`` (default
+        ``request_timeout_ms``): ``ping`` in the handshake era, its cheap
+        equivalent where the era has no ``ping``. Raises :class:`Timeout` if it
+        does not answer in time, :class:`RemoteError` if it answers with an
+        error (it is alive, but does not implement the probe).
+        """
+        probe(self._core, timeout_ms)
 
     def close(self) -> None:
         """End the session and tear the server down. Idempotent, thread-safe."""

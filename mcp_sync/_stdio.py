@@ -76,6 +76,9 @@ _DIRECT_MAX = getattr(select, "PIPE_BUF", 512)
 # stdout's state, changed only by the holder of the read token.
 _OPEN, _EOF, _TOO_LONG = "open", "eof", "too long"
 _STOP = None  # the writer's sentinel
+# The hardest stop the platform has: SIGKILL, or (Windows) Popen.kill(), which
+# is TerminateProcess there. None where there is no SIGKILL (see _signal_group).
+_SIGKILL: signal.Signals | None = getattr(signal, "SIGKILL", None)
 
 
 def child_environment(env: Mapping[str, str] | None, inherit: bool) -> dict[str, str]:
@@ -195,9 +198,9 @@ class StdioTransport:
         self._queue.close()
         with contextlib.suppress(AttributeError, OSError):
             os.write(self._stop_w, b"x")
-        self._signal_group(signal.SIGKILL)
+        self._signal_group(_SIGKILL)
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            self._proc.kill()
+            self._kill_child()
             self._proc.wait(GRACE_AFTER_KILL)
         for thread in getattr(self, "_threads", ()):
             if thread.ident is not None:
@@ -231,7 +234,7 @@ class StdioTransport:
         self._wlock = threading.RLock()
         self._stdin_open = True
         self._direct = False
-        if posix:
+        if posix and hasattr(select, "poll"):  # _write_all polls a full pipe
             with contextlib.suppress(OSError):
                 os.set_blocking(self._stdin_fd, False)
                 self._direct = True
@@ -252,7 +255,7 @@ class StdioTransport:
         # Written once when the session ends and never drained: the reader,
         # the stderr thread and a leader polling for a reply all leave at once.
         self._stop_r, self._stop_w = os.pipe()
-        if hasattr(select, "epoll"):
+        if hasattr(select, "epoll") and hasattr(select, "poll"):
             os.set_blocking(self._stdout_fd, False)
             self._wake_r, self._wake_w = os.pipe()
             os.set_blocking(self._wake_r, False)
@@ -592,7 +595,8 @@ class StdioTransport:
         try:
             if self._epoll is None:
                 # No epoll: a plain blocking reader, and callers never lead.
-                os.set_blocking(self._stdout_fd, True)
+                if hasattr(os, "set_blocking"):  # Windows before Python 3.12 has none
+                    os.set_blocking(self._stdout_fd, True)
                 while self._read_available():
                     pass
             else:
@@ -660,7 +664,7 @@ class StdioTransport:
             # in its group (npx's node, a forked worker) dies with it.
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitid(os.P_PID, self._proc.pid, os.WEXITED | os.WNOWAIT)
-            self._signal_group(signal.SIGKILL)
+            self._signal_group(_SIGKILL)
         self.returncode = self._proc.wait()
         self._exited.set()
         # A reply written just before exiting is still in the pipe: let the
@@ -711,7 +715,7 @@ class StdioTransport:
         if not self._exited.wait(GRACE_AFTER_STDIN):
             self._signal_group(signal.SIGTERM)
             if not self._exited.wait(GRACE_AFTER_TERM):
-                self._signal_group(signal.SIGKILL)
+                self._signal_group(_SIGKILL)
                 self._exited.wait(GRACE_AFTER_KILL)
         # Processes the server started that left its group (setsid) are found
         # by the marker in their environment.
@@ -748,17 +752,27 @@ class StdioTransport:
         # closes stdin when it reaches the sentinel.
         self._queue.close()
 
-    def _signal_group(self, sig: signal.Signals) -> None:
+    def _kill_child(self) -> None:
+        if _SIGKILL is None and os.name == "posix":
+            self._proc.terminate()  # Popen.kill() would send the SIGKILL we lack
+        else:
+            self._proc.kill()
+
+    def _signal_group(self, sig: signal.Signals | None) -> None:
+        """Send ``sig`` (None: the hardest stop there is) to the server's
+        process group, or to the server alone where there are no groups."""
         if self.returncode is not None:
             return  # reaped: the group id may belong to someone else now
-        if os.name != "posix":
+        if os.name != "posix" or not hasattr(os, "killpg"):
             if sig == signal.SIGTERM:
                 with contextlib.suppress(OSError):
                     self._proc.terminate()
             elif not self._exited.is_set():
                 with contextlib.suppress(OSError):
-                    self._proc.kill()
+                    self._kill_child()
             return
+        if sig is None:
+            sig = signal.SIGTERM  # a POSIX build without SIGKILL: the strongest left
         # start_new_session made the child a group leader: its pid is the
         # group id, which stays reserved while any member lives.
         with contextlib.suppress(ProcessLookupError, PermissionError):

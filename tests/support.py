@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -72,3 +73,32 @@ def timed(limit: float) -> Iterator[None]:
     yield
     took = time.monotonic() - start
     assert took < limit, f"took {took:.2f}s, over {limit}s"
+
+
+class Records(logging.Handler):
+    """Collects every record of the ``mcp_sync`` loggers while installed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def events(self, event: str) -> list[logging.LogRecord]:
+        return [r for r in self.records if getattr(r, "mcp_event", None) == event]
+
+
+@contextmanager
+def mcp_records() -> Iterator[Records]:
+    """Every ``mcp_sync`` record, at DEBUG, while the block runs."""
+    handler = Records()
+    root = logging.getLogger("mcp_sync")
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)

@@ -13,6 +13,9 @@
   dummy API keys pointing at a stand-in for the model APIs on 127.0.0.1
   (tests/model_standin.py), so the guides' tool-calling loops run with the
   real SDK clients exactly as written.
+- A block with ``runs-in=NAME`` (```python runs-in=jupyter) is not run here but
+  by the test that runs that environment (RUNS_IN: a Jupyter kernel for the
+  notebook cells); an unknown NAME fails.
 - Every relative link between pages resolves to a file that exists, and a
   ``#fragment`` to a heading (or ``id=`` anchor) in the target page.
 - docs/index.md and README.md link to every page under docs/; docs/api.md
@@ -49,6 +52,8 @@ PAGE_TIMEOUT = 120.0
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _RUNNABLE = {"python", "py", "python3"}
 _SKIP_FLAG = "no-run"
+# Blocks run elsewhere, and the test file that runs them.
+RUNS_IN = {"jupyter": "tests/test_frameworks_jupyter.py"}
 
 
 @dataclass(frozen=True)
@@ -67,8 +72,21 @@ class Block:
         return None
 
     @property
+    def runs_in(self) -> str | None:
+        """The NAME of a ``runs-in=NAME`` flag: another test runs the block."""
+        for flag in self.flags:
+            if flag.startswith("runs-in="):
+                return flag.removeprefix("runs-in=")
+        return None
+
+    @property
     def runs(self) -> bool:
-        return self.language in _RUNNABLE and _SKIP_FLAG not in self.flags and self.file is None
+        return (
+            self.language in _RUNNABLE
+            and _SKIP_FLAG not in self.flags
+            and self.file is None
+            and self.runs_in is None
+        )
 
     @property
     def used(self) -> bool:
@@ -211,6 +229,14 @@ def test_python_blocks_run(page: Path, tmp_path: Path, model_api: StandIn) -> No
     assert model_api.problems == [], model_api.problems
 
 
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_blocks_run_elsewhere_have_a_runner(page: Path) -> None:
+    for block in fenced_blocks(page.read_text(encoding="utf-8")):
+        if block.runs_in is not None:
+            assert block.runs_in in RUNS_IN, f"line {block.line}: no test runs runs-in={block.runs_in}"
+            assert (REPO / RUNS_IN[block.runs_in]).exists()
+
+
 # ---------------------------------------------------------------- links
 
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
@@ -348,6 +374,7 @@ _ERROR_CLASSES = {
     "RemoteError",
     "InputRequired",
     "NoCommonVersion",
+    "ServerUnavailable",
     "_NumberRefused",
     "AuthError",
     "LoginRequired",

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from support import connect_fake
+from support import connect_fake, mcp_records
 
 import mcp_sync
 from mcp_sync.testing import server_command
@@ -60,12 +60,14 @@ def _failures(tmp_path: Path) -> list[mcp_sync.McpError]:
     return errors
 
 
-def test_no_message_carries_private_text(tmp_path: Path) -> None:
-    errors = _failures(tmp_path)
+def test_no_message_or_log_record_carries_private_text(tmp_path: Path) -> None:
+    with mcp_records() as handler:
+        errors = _failures(tmp_path)
+        _servers_failures(tmp_path, errors)
     kinds = {e.kind for e in errors}
     assert kinds == {
         "spawn_failed", "connection_closed", "timeout", "protocol_error",
-        "invalid_response", "tool_not_found", "remote_error",
+        "invalid_response", "tool_not_found", "remote_error", "server_unavailable",
     }
     command = " ".join(server_command())
     forbidden = [SECRET_ENV, STDERR_TEXT, REMOTE_TEXT, RAW_MARKER, command, str(tmp_path),
@@ -74,10 +76,35 @@ def test_no_message_carries_private_text(tmp_path: Path) -> None:
         for text in (str(error), repr(error)):
             for private in forbidden:
                 assert private not in text, (error.kind, text)
+    # Every event of the logger hierarchy, at DEBUG: its message and its fields.
+    events = {getattr(record, "mcp_event", None) for record in handler.records}
+    assert {"connect", "era", "call_start", "call_end", "cancel", "end", "teardown",
+            "connect_failed", "respawn", "backoff"} <= events
+    for record in handler.records:
+        shown = [record.getMessage(), *(repr(v) for k, v in vars(record).items() if k.startswith("mcp_"))]
+        assert record.exc_info is None
+        for text in shown:
+            for private in forbidden:
+                assert private not in text, (record.name, text)
     remote = next(e for e in errors if isinstance(e, mcp_sync.RemoteError))
     assert remote.code == -32001
     assert remote.detail.reveal()["message"] == REMOTE_TEXT
     assert REMOTE_TEXT not in repr(remote.detail)
+
+
+def _servers_failures(tmp_path: Path, errors: list[mcp_sync.McpError]) -> None:
+    """A crash loop under Servers: respawn and back-off records, ServerUnavailable."""
+    from mcp_sync.config import ConnectOptions
+
+    command, *args = server_command("--stderr", STDERR_TEXT, "--misbehave")
+    options = ConnectOptions(server="s", command=command, args=args, env={"SECRET": SECRET_ENV})
+    with mcp_sync.Servers(options, respawn=mcp_sync.RespawnPolicy(immediate=1, first_delay_ms=600_000)) as servers:
+        for _ in range(3):
+            try:
+                servers.call_tool("s", "crash", {RAW_MARKER: SECRET_ENV},
+                                  traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+            except mcp_sync.McpError as exc:
+                errors.append(exc)
 
 
 def test_timeout_is_a_builtin_timeout_error() -> None:
@@ -113,8 +140,8 @@ def test_modern_era_messages_carry_no_server_text() -> None:
 def test_every_kind_has_its_own_class() -> None:
     classes = [mcp_sync.SpawnFailed, mcp_sync.ProtocolError, mcp_sync.InvalidResponse,
                mcp_sync.ConnectionClosed, mcp_sync.Timeout, mcp_sync.ToolNotFound,
-               mcp_sync.RemoteError, mcp_sync.InputRequired]
-    assert len({c.kind for c in classes}) == 8
+               mcp_sync.RemoteError, mcp_sync.InputRequired, mcp_sync.ServerUnavailable]
+    assert len({c.kind for c in classes}) == 9
     assert all(issubclass(c, mcp_sync.McpError) and c.__doc__ for c in classes)
 
 

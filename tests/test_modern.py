@@ -277,3 +277,16 @@ def test_the_modern_catalog_is_deep_frozen() -> None:
         with pytest.raises(TypeError):
             tool.input_schema["properties"]["a"]["type"] = "string"  # type: ignore[index]
         assert isinstance(session.tools, tuple)
+
+
+def test_traceparent_and_ping_in_the_modern_era(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    trace = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"
+    with modern("--log", str(log)) as session:
+        session.call_tool("echo", {"message": "x"}, traceparent=trace)
+        session.ping()  # the revision has no ping: server/discover is the probe
+    frames = logged(log)
+    call = next(f for f in frames if f.get("method") == "tools/call")
+    assert call["params"]["_meta"]["traceparent"] == trace
+    assert call["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert methods(log) == ["server/discover", "tools/list", "tools/call", "server/discover"]

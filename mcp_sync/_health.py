@@ -1,0 +1,48 @@
+"""The cheapest request that proves a server still answers.
+
+In the handshake era that is ``ping`` (a request every peer must answer with
+an empty result). The 2026-07-28 revision has no ``ping``: there the probe is
+``server/discover``, which every server of that era must answer and which
+changes nothing on the server.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ._limits import request_budget, seconds
+
+if TYPE_CHECKING:
+    from ._session import _Core
+
+__all__ = ["probe"]
+
+
+def probe(core: _Core, timeout_ms: int | None) -> None:
+    """Send the era's probe and block for its answer, at most ``timeout_ms``."""
+    budget, option = request_budget(core.limits, timeout_ms)
+    terminal = core.terminal
+    if terminal is not None:
+        raise terminal._copy()
+    # A session of the modern era sends every request through its era's path
+    # (``core.modern``, set by era negotiation); a handshake-era session has none.
+    modern = getattr(core, "modern", None)
+    if modern is not None:
+        modern.request(
+            core,
+            "server/discover",
+            {},
+            time.monotonic() + seconds(budget),
+            lambda: f"server/discover of server {core.server!r} ({option}={budget})",
+            cancellable=False,
+        )
+        return
+    core.request(
+        "ping",
+        {},
+        seconds(budget),
+        lambda: f"ping of server {core.server!r} ({option}={budget})",
+        # A probe has no effect on the server: nothing to cancel.
+        cancellable=False,
+    )
