@@ -27,12 +27,12 @@ So that ``auto`` never connects fewer servers than the handshake alone
   silent probe sends the probe once more, to a server that is up now;
 - over stdio, a probe that ends the session (the server exits, closes a
   pipe, or writes a frame that breaks the rules), or a handshake after the
-  probe that ends it the same way or is refused with ``-32022`` (a server
-  that picks its era at the first request it reads, and whose modern side
-  failed the probe), gets one fresh process, and that process sees the
-  handshake alone, exactly as ``protocol="legacy"`` would send it. A
-  handshake that times out, or that a server refuses with any other JSON-RPC
-  error, is not tried again: it would be refused the same way.
+  probe that is refused with ``-32022`` (a server that picks its era at the
+  first request it reads, and whose modern side failed the probe), gets one
+  fresh process, and that process sees the handshake alone, exactly as
+  ``protocol="legacy"`` would send it. A handshake that fails otherwise (it
+  times out, the server exits, any other JSON-RPC error) is not tried again:
+  the handshake alone would have failed the same way.
 
 A probe that a server answers with an error costs one round trip more than
 the handshake alone; that is the price of ``auto`` for a handshake-era server.
@@ -200,13 +200,6 @@ def _auto(core: _Core, *, http: bool) -> Negotiated:
         if http or exc.code != UNSUPPORTED_PROTOCOL_VERSION:
             raise
         raise _Fresh from None
-    except (ConnectionClosed, ProtocolError) as exc:
-        # Over stdio the server may have taken the probe badly and shown it
-        # only now (an exit, a broken frame). Over HTTP each request stands
-        # alone: the error stands.
-        if http or isinstance(exc, NoCommonVersion):
-            raise
-        raise _Fresh from None
     return _finish(core, LEGACY, info)
 
 
@@ -244,17 +237,22 @@ def _handshake(core: _Core, version: str, *, pinned: bool = False, auto: bool = 
         return core.initialize(version)
     except RemoteError as exc:
         retry = _version_to_retry(core, exc, version, pinned=pinned, auto=auto)
+        if retry is None:
+            raise
     return core.initialize(retry)
 
 
 def _version_to_retry(
     core: _Core, exc: RemoteError, version: str, *, pinned: bool, auto: bool
-) -> str:
+) -> str | None:
+    """The version to send ``initialize`` again at, ``None`` to let the
+    refusal stand (never raised from here: a frame that raised its own
+    argument would keep the whole stack alive in a cycle)."""
     supported = refused_versions(exc) if exc.code == UNSUPPORTED_PROTOCOL_VERSION else None
     if supported is None:
-        raise exc
+        return None
     if auto and newest_mutual(supported, MODERN_PROTOCOL_VERSIONS) is not None:
-        raise exc
+        return None
     mutual = newest_mutual(supported, HANDSHAKE_PROTOCOL_VERSIONS)
     if mutual is None or pinned or mutual == version:
         if pinned:

@@ -147,8 +147,17 @@ class _Pending:
         return self._done.acquire(True, timeout)
 
     def outcome(self) -> Any:
-        if self.error is not None:
-            raise self.error
+        error = self.error
+        if error is not None:
+            # Neither this entry nor this frame may keep the error: its
+            # traceback holds both, and the cycle would keep every frame
+            # above (and what they hold: a session that should close when it
+            # is dropped) alive until a GC pass.
+            self.error = None
+            try:
+                raise error
+            finally:
+                del error
         return self.result
 
 
@@ -362,7 +371,9 @@ class _Core:
             if message is not None:
                 self._dispatch(message)
         except ProtocolError as exc:
-            self.terminate(exc)
+            # Kept without its frames: they hold this core, and the cycle
+            # would outlive a dropped session until a GC pass.
+            self.terminate(exc.with_traceback(None))
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         if message["jsonrpc"] != "2.0":

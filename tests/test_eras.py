@@ -329,13 +329,12 @@ def test_a_handshake_refused_after_the_probe_is_the_handshakes_error(tmp_path: P
     assert len(starts(spawned)) == 1
 
 
-def test_a_server_that_exits_on_initialize_after_the_probe_gets_one_fresh_process(
-    tmp_path: Path,
-) -> None:
+def test_a_server_that_exits_on_initialize_is_not_started_again(tmp_path: Path) -> None:
+    # The handshake alone would meet the same exit: one process, its error.
     spawned = tmp_path / "starts"
     with pytest.raises(mcp_sync.ConnectionClosed, match="exited with code 3"):
         connect_fake("--exit-on", "initialize", "--starts", str(spawned))
-    assert len(starts(spawned)) == 2
+    assert len(starts(spawned)) == 1
 
 
 def test_a_dual_server_whose_modern_side_is_broken_still_connects(tmp_path: Path) -> None:
