@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -426,6 +427,13 @@ class _Server(ThreadingHTTPServer):
     # The default backlog of 5 resets connections when many callers connect at once.
     request_queue_size = 128
     cfg: Hostile
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that drops a connection (a transport discarded after a
+        # refused probe) is not a server fault worth a traceback on stderr.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
 
 
 @contextlib.contextmanager
