@@ -45,8 +45,6 @@ _MEMBER = re.compile(rb'"[^"]*+"[ \t\r\n]*+:')
 _TRANSLATE = bytes.maketrans(b"[{]}\0", b"\x02\x02\x00\x00\x01")
 _DELETE = bytes(b for b in range(256) if b not in b"[]{}\0")
 _WHITESPACE = b" \t\r\n"
-# An integer literal this long may be past the range of a double (~1.8e308).
-_LONG_DIGITS = re.compile(rb"(?<![0-9])[0-9]{309}")
 # The smallest integer that a double cannot hold: float() of it overflows.
 _INT_OVERFLOW = 2**1024 - 2**970
 
@@ -91,8 +89,8 @@ def _finite_float(text: str) -> float:
 
 
 def _finite_int(text: str) -> int:
-    # Only for frames holding a run of 309+ digits (see _loads): the common
-    # case keeps the C scanner's own integer parsing.
+    if len(text) < 309:
+        return int(text)  # below 1e308: always inside a double's range
     try:
         value = int(text)
     except ValueError:  # past the interpreter's digit limit: far past a double
@@ -108,8 +106,7 @@ def _lenient_parse(text: str) -> Any:
 
 
 # Built once: json.loads/json.dumps with options build a new codec per call.
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
-_LONG_NUMBER_DECODER = json.JSONDecoder(
+_DECODER = json.JSONDecoder(
     parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_finite_int
 )
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -139,11 +136,7 @@ def _dumps(message: dict[str, Any]) -> str:
     return "".join(_C_ENCODE(message, 0))
 
 
-def _loads(line: bytes, text: str) -> Any:
-    if len(line) > 308 and _LONG_DIGITS.search(line):
-        # An integer literal may be past a double's range (SPEC 9.15); digits
-        # inside a string bring a frame here too, which only costs time.
-        return _LONG_NUMBER_DECODER.decode(text)
+def _loads(text: str) -> Any:
     # The common case, a frame with no surrounding whitespace, straight to
     # the C scanner; anything else through the full decoder, which also
     # raises the proper errors.
@@ -181,7 +174,7 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
                 )
             return None
     try:
-        value = _loads(line, text)
+        value = _loads(text)
     except json.JSONDecodeError:
         return None
     except ValueError as exc:  # a refused number
