@@ -13,6 +13,7 @@ from ._client import connect, connect_http
 from ._errors import (
     AuthError,
     ConnectionClosed,
+    InputRequired,
     InvalidResponse,
     LoginRequired,
     McpError,
@@ -62,7 +63,12 @@ from ._resources import (
     ResourceTemplate,
 )
 from ._servers import DEFAULT_HEALTH_CHECK_TIMEOUT_MS, RespawnPolicy, Servers
-from ._session import CLIENT_INFO, SUPPORTED_PROTOCOL_VERSIONS, Session
+from ._session import CLIENT_INFO, Session
+from ._versions import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+    SUPPORTED_PROTOCOL_VERSIONS,
+)
 
 __all__ = [
     "CLIENT_INFO",
@@ -77,8 +83,10 @@ __all__ = [
     "DEFAULT_MAX_TOOL_NAME_BYTES",
     "DEFAULT_QUEUE_CAPACITY",
     "DEFAULT_REQUEST_TIMEOUT_MS",
+    "HANDSHAKE_PROTOCOL_VERSIONS",
     "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
+    "MODERN_PROTOCOL_VERSIONS",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "AuthError",
     "CallToolResult",
@@ -91,6 +99,7 @@ __all__ = [
     "GetPromptResult",
     "HandlerError",
     "Handlers",
+    "InputRequired",
     "InvalidResponse",
     "Limits",
     "LoginRequired",

@@ -145,11 +145,12 @@ class Tool:
 @dataclass(frozen=True, slots=True)
 class CallToolResult:
     """A ``tools/call`` result. ``is_error`` is the tool's own failure report:
-    the call itself succeeded."""
+    the call itself succeeded. ``structured_content`` is a frozen object, or in
+    the modern era (2026-07-28) any frozen JSON value."""
 
     content: tuple[Mapping[str, Any], ...]
     is_error: bool = False
-    structured_content: Mapping[str, Any] | None = None
+    structured_content: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"content": thaw(self.content), "isError": self.is_error}
@@ -158,7 +159,7 @@ class CallToolResult:
         return out
 
 
-def parse_call_result(result: object, tool: str) -> CallToolResult:
+def parse_call_result(result: object, tool: str, *, any_structured: bool = False) -> CallToolResult:
     # Runs once per call: the message is built only when a check fails.
     if not isinstance(result, dict):
         raise InvalidResponse(f"the result of tool {tool!a} is not an object")
@@ -171,7 +172,8 @@ def parse_call_result(result: object, tool: str) -> CallToolResult:
     elif not isinstance(is_error, bool):
         raise InvalidResponse(f"the result of tool {tool!a} has a non-boolean isError")
     structured = result.get("structuredContent")
-    if structured is not None and not isinstance(structured, dict):
+    # Since 2026-07-28 structured content may be any JSON value.
+    if structured is not None and not any_structured and not isinstance(structured, dict):
         raise InvalidResponse(f"the result of tool {tool!a} has a structuredContent that is not an object")
     return CallToolResult(
         content=freeze(content),

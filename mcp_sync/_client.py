@@ -1,23 +1,19 @@
-"""``connect``: validate every option, start a transport, run the handshake."""
+"""``connect``: validate every option, start a transport, negotiate the era."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from . import _log
+from ._eras import check_protocol, negotiate
 from ._errors import McpError, ProtocolError
 from ._handlers import Handlers
 from ._limits import Limits
 from ._redact import Diagnostics
-from ._session import (
-    DEFAULT_PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS,
-    Session,
-    _Core,
-)
+from ._session import Session, _Core
 from ._validate import require_jsonschema
 
 __all__ = ["connect", "connect_http"]
@@ -40,6 +36,8 @@ def connect(
     auth: Any = None,
     http_client: Any = None,
     secrets: Iterable[str] | None = None,
+    transport: str | None = None,
+    protocol: str | None = None,
     protocol_version: str | None = None,
     diagnostics: Diagnostics | None = None,
     handlers: Handlers | None = None,
@@ -60,18 +58,15 @@ def connect(
 
     Give ``command`` (and ``args``) for a local server over stdio, or ``url``
     for a remote one over Streamable HTTP (``auth``: an object from
-    :mod:`mcp_sync.auth`, for a server behind OAuth). ``options`` may be a
+    :mod:`mcp_sync.auth`, for a server behind OAuth; ``transport="sse"``: the
+    deprecated HTTP+SSE transport of 2024-11-05). ``protocol`` chooses the era:
+    ``"auto"`` (the default) probes for a 2026-07-28 server and falls back to
+    the handshake, ``"legacy"`` only does the handshake, ``"modern"`` never
+    does; ``protocol_version`` pins one revision. ``options`` may be a
     :class:`mcp_sync.config.ConnectOptions` or ``HttpConnectOptions``; keyword
-    arguments override its fields. Blocks until the handshake and the catalog
-    walk are done; on any failure raises an :class:`McpError` and leaves
-    nothing running.
-
-    ``headers`` are static HTTP headers, private like the bearer token.
-    Credentials (a token or headers) are refused over plain ``http:`` to a
-    host that is not loopback unless ``allow_insecure_http=True``.
-    ``secrets`` are extra values to mask in the diagnostic stderr tail
-    (the values of ``env`` always are); a config entry passes the values
-    its variables expanded to.
+    arguments override its fields. Blocks until the era is settled and the
+    catalog walk is done; on any failure raises an :class:`McpError` and
+    leaves nothing running.
 
     ``handlers`` (a :class:`Handlers`) answers the server's requests
     (elicitation, sampling, roots) and declares those capabilities;
@@ -79,6 +74,13 @@ def connect(
     the server says it changed; ``validate_output=True`` checks each result's
     ``structuredContent`` against the tool's ``outputSchema`` (needs the
     ``validation`` extra).
+
+    ``headers`` are static HTTP headers, private like the bearer token.
+    Credentials (a token or headers) are refused over plain ``http:`` to a
+    host that is not loopback unless ``allow_insecure_http=True``.
+    ``secrets`` are extra values to mask in the diagnostic stderr tail
+    (the values of ``env`` always are); a config entry passes the values
+    its variables expanded to.
     """
     given: dict[str, Any] = {k: v for k, v in locals().items() if k != "options"}
     merged: dict[str, Any] = dict(options.connect_kwargs()) if options is not None else {}
@@ -126,7 +128,9 @@ def _connect(
     auth: object = None,
     http_client: object = None,
     secrets: object = None,
-    protocol_version: object = DEFAULT_PROTOCOL_VERSION,
+    transport: object = None,
+    protocol: object = None,
+    protocol_version: object = None,
     diagnostics: object = None,
     handlers: object = None,
     auto_refresh: object = False,
@@ -137,14 +141,16 @@ def _connect(
     if not isinstance(server, str) or not server:
         raise ProtocolError("option server must be a non-empty string")
     limits = Limits.create(**limit_options)
-    if protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
-        raise ProtocolError(
-            "option protocol_version must be one of " + ", ".join(SUPPORTED_PROTOCOL_VERSIONS)
-        )
+    mode, pinned = check_protocol(protocol, protocol_version)
     if diagnostics is not None and not callable(diagnostics):
         raise ProtocolError("option diagnostics must be callable")
     if (command is None) == (url is None):
         raise ProtocolError("give exactly one of the options command and url")
+    if transport not in (None, "stdio", "http", "sse"):
+        raise ProtocolError('option transport must be "stdio", "http" or "sse"')
+    if (transport == "stdio" and command is None) or (transport in ("http", "sse") and url is None):
+        given = "url" if url is not None else "command"
+        raise ProtocolError(f"option transport={transport} does not match the option {given}")
     if handlers is not None and not isinstance(handlers, Handlers):
         raise ProtocolError("option handlers must be a mcp_sync.Handlers")
     for name, flag in (("auto_refresh", auto_refresh), ("validate_output", validate_output)):
@@ -152,13 +158,13 @@ def _connect(
             raise ProtocolError(f"option {name} must be a bool")
     if validate_output:
         require_jsonschema()
-
     # What the session does besides tools: the same for every transport.
     features: dict[str, Any] = {
         "handlers": handlers,
         "auto_refresh": auto_refresh is True,
         "validate_output": validate_output is True,
     }
+
     if url is not None:
         from ._http import check_http_options
 
@@ -170,21 +176,38 @@ def _connect(
             headers=headers,
             allow_insecure_http=allow_insecure_http,
         )
+        if transport == "sse":
+            if mode == "modern":
+                raise ProtocolError(
+                    "option transport=sse is the 2024-11-05 HTTP+SSE transport, "
+                    "which has no modern era"
+                )
+            if auth is not None:
+                raise ProtocolError("option auth applies to Streamable HTTP, not to transport=sse")
+            from ._sse import SseTransport
+
+            def open_sse() -> _Core:
+                core = _Core(server, limits, diagnostics, **features)
+                core.transport = SseTransport(core, limits=limits, **http_options)
+                return core
+
+            return _negotiated(open_sse, "legacy", pinned, http=True)
+
+        def attempt(binding: Any) -> Session:
+            def open_http() -> _Core:
+                return _http_core(server, limits, diagnostics, http_options, binding, features)
+
+            session = _negotiated(open_http, mode, pinned, http=True)
+            if binding is not None:
+                # From now on a login that needs a person runs inside the request.
+                binding.established = True
+            return session
+
         if auth is None:
-            core = _http_core(server, limits, diagnostics, http_options, None, features)
-            return _handshake(core, protocol_version)
+            return attempt(None)
         from .auth._connect import connect_with_auth
 
-        return connect_with_auth(
-            auth,
-            http_options,
-            lambda binding: _handshake(
-                _http_core(server, limits, diagnostics, http_options, binding, features),
-                protocol_version,
-                binding,
-            ),
-            limits,
-        )
+        return connect_with_auth(auth, http_options, attempt, limits)
     if auth is not None:
         raise ProtocolError("option auth applies to an HTTP server (url), not to a command")
     if headers is not None or allow_insecure_http is not None:
@@ -200,18 +223,24 @@ def _connect(
         raise ProtocolError("option cwd must be a path")
     extra_env = _string_map(env)
     child_env = child_environment(extra_env, inherit_env is True)
-    core = _Core(server, limits, diagnostics, **features)
-    core.transport = StdioTransport(
-        core,
-        server=server,
-        command=command,
-        args=arg_list,
-        cwd=os.fspath(cwd) if cwd is not None else None,
-        env=child_env,
-        limits=limits,
-        secrets=_secret_values(secrets, extra_env),
-    )
-    return _handshake(core, protocol_version)
+    masked = _secret_values(secrets, extra_env)
+    workdir = os.fspath(cwd) if cwd is not None else None
+
+    def open_stdio() -> _Core:
+        core = _Core(server, limits, diagnostics, **features)
+        core.transport = StdioTransport(
+            core,
+            server=server,
+            command=command,
+            args=arg_list,
+            cwd=workdir,
+            env=child_env,
+            limits=limits,
+            secrets=masked,
+        )
+        return core
+
+    return _negotiated(open_stdio, mode, pinned, http=False)
 
 
 def _http_core(  # noqa: PLR0917
@@ -229,21 +258,12 @@ def _http_core(  # noqa: PLR0917
     return core
 
 
-def _handshake(core: _Core, protocol_version: object, binding: Any = None) -> Session:
-    try:
-        version, info, _tools = core.handshake(str(protocol_version))
-    except McpError as exc:
-        core.terminate(exc, wait=True)
-        raise
-    except BaseException:
-        core.terminate(ProtocolError("connect was interrupted"), wait=True)
-        raise
-    if core.terminal is not None:
-        raise core.terminal._copy()
-    if binding is not None:
-        # From now on a login that needs a person runs inside the request.
-        binding.established = True
-    return Session(core, version, info)
+def _negotiated(
+    open_core: Callable[[], _Core], mode: str, pinned: str | None, *, http: bool
+) -> Session:
+    """Start a transport, settle the era, fetch the catalog (see ._eras)."""
+    done = negotiate(open_core, mode, pinned, http=http)
+    return Session(done.core, done.era, done.server_info)
 
 
 def _string_list(value: object) -> list[str]:

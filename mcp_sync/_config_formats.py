@@ -9,10 +9,11 @@ Three documents are recognised:
 - ``servers``: VS Code's ``{"servers": {name: entry}, "inputs": [...]}``.
 
 In the two object formats an entry's name is its key; ``type`` (or
-``transport``) says ``stdio`` or ``http`` (inferred from ``command`` or
-``url`` when absent); ``args`` may be left out; ``disabled: true`` skips the
-entry and ``disabledTools`` adds to ``exclude``. Keys other tools define
-that mean nothing to us are dropped by name (:data:`IGNORED_KEYS`); any
+``transport``) says ``stdio``, ``http`` or ``sse`` (the deprecated HTTP+SSE
+transport; the first two are inferred from ``command`` or ``url`` when
+absent); ``args`` may be left out; ``disabled: true`` skips the entry and
+``disabledTools`` adds to ``exclude``. Keys other tools define that mean
+nothing to us are dropped by name (:data:`IGNORED_KEYS`); any
 other unknown key stays, for the model to refuse by name. Other top-level
 keys of the document (Claude Desktop keeps its settings there) are ignored.
 """
@@ -113,9 +114,11 @@ def normalise(name: str, item: dict[str, Any]) -> dict[str, Any] | None:
             raise EntryProblem("url", "is for an HTTP server, but this entry is stdio")
         out.setdefault("args", [])
     elif "command" in out:
-        raise EntryProblem("command", "is for a stdio server, but this entry is http")
+        raise EntryProblem("command", f"is for a stdio server, but this entry is {kind}")
     elif "url" not in out:
-        raise EntryProblem("url", "is required for an http server")
+        raise EntryProblem("url", f"is required for an {kind} server")
+    if kind == "sse":
+        out["type"] = "sse"
     tools = out.pop("disabledTools", None)
     if tools is not None:
         if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
@@ -149,12 +152,8 @@ def _kind(out: dict[str, Any]) -> str:
     if value in _HTTP_TYPES:
         return "http"
     if value == "sse":
-        raise EntryProblem(
-            key,
-            "sse (the older HTTP+SSE transport) is not supported; give the server's "
-            "Streamable HTTP endpoint with type http",
-        )
+        return "sse"  # the deprecated HTTP+SSE transport, chosen explicitly
     if isinstance(value, str):
         shown = ascii(value[:40])
-        raise EntryProblem(key, f"must be stdio or http, not {shown}")
-    raise EntryProblem(key, "must be a string: stdio or http")
+        raise EntryProblem(key, f"must be stdio, http or sse, not {shown}")
+    raise EntryProblem(key, "must be a string: stdio, http or sse")

@@ -15,6 +15,7 @@ from ._redact import Redacted
 __all__ = [
     "AuthError",
     "ConnectionClosed",
+    "InputRequired",
     "InvalidResponse",
     "LoginRequired",
     "McpError",
@@ -120,6 +121,25 @@ class RemoteError(McpError):
 
     def _copy(self) -> McpError:
         return RemoteError(self.message, self.code, self.detail)
+
+
+class InputRequired(McpError):
+    """The server needs input from the client to finish a request (2026-07-28
+    ``input_required``: an elicitation, a sampling request, the roots list)
+    and nothing in this client provides it.
+
+    ``methods`` names what the server asked for, e.g.
+    ``("elicitation/create",)``. Nothing was retried; the session stays open.
+    """
+
+    kind = "input_required"
+
+    def __init__(self, message: str, methods: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.methods = methods
+
+    def _copy(self) -> McpError:
+        return InputRequired(self.message, self.methods)
 
 
 class ServerUnavailable(McpError):

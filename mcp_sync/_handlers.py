@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ._catalog import freeze, thaw
-from ._errors import McpError, ProtocolError, Timeout
+from ._errors import InputRequired, McpError, ProtocolError, Timeout
 from ._jsonrpc import encode
 from ._limits import check_limit, reply_not_queued, seconds
 from ._workers import Workers
@@ -452,9 +452,9 @@ class ServerRequests:
         handler for it, or the handler failed."""
         server = self._core.server
         if not self._serves(method):
-            raise ProtocolError(
-                f"server {server!r} asked for {method!a}, and no handler for it was given to connect()"
-            )
+            # The modern era's retry loop names every request it could not
+            # answer (see _modern.py).
+            raise InputRequired(f"no handler answers {method[:64]!a}", (method,))
         if deadline <= time.monotonic():
             raise Timeout(f"server {server!r} asked for {method!a} after the caller's deadline")
         try:

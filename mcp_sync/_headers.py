@@ -34,12 +34,15 @@ RESERVED_HEADERS: frozenset[str] = frozenset(
         "content-type",
         "host",
         "last-event-id",
+        "mcp-method",
+        "mcp-name",
         "mcp-protocol-version",
         "mcp-session-id",
         "transfer-encoding",
     }
 )
-"""Headers the transport sets itself (lower case); a static header may not replace them."""
+"""Headers the transport sets itself (lower case); a static header may not replace
+them, nor any ``Mcp-Param-*`` (the 2026-07-28 headers of tool arguments)."""
 
 
 def check_headers(headers: object, *, has_token: bool) -> dict[str, str]:
@@ -58,7 +61,7 @@ def check_headers(headers: object, *, has_token: bool) -> dict[str, str]:
         if lower in seen:
             raise ValueError(f"names header {name} twice (header names ignore case)")
         seen.add(lower)
-        if lower in RESERVED_HEADERS:
+        if lower in RESERVED_HEADERS or lower.startswith("mcp-param-"):
             raise ValueError(f"may not set {name}: the transport sets it")
         if lower == "authorization" and has_token:
             raise ValueError(

@@ -1,4 +1,14 @@
-"""The Streamable HTTP transport (MCP 2025-06-18; a 2025-11-25 server is accepted).
+"""The Streamable HTTP transport, in both protocol eras.
+
+Legacy era (2025-06-18; 2025-11-25 and 2025-03-26 servers are accepted): a
+session id from ``initialize``, ``MCP-Protocol-Version`` after it, resumable
+reply streams, ``DELETE`` at the end. Modern era (2026-07-28): no session, no
+resumption, no ``DELETE``; each request carries its own MCP headers
+(``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``,
+built by the session: see :mod:`._modern`), a JSON-RPC error in the body of a
+``4xx`` answer is that request's reply, and abandoning a request closes its
+reply stream instead of POSTing ``notifications/cancelled``. A request that
+carries its own headers is treated the modern way (so is the era probe).
 
 Every message is POSTed to the server's one endpoint. A POST carrying a request
 is answered with a JSON body or a ``text/event-stream`` whose events carry
@@ -46,6 +56,7 @@ from ._jsonrpc import decode_line, encode
 from ._limits import Limits, seconds
 from ._redact import Redacted
 from ._session import initialize_params
+from ._versions import MODERN
 from ._watchdog import DeadlineWatch
 
 if TYPE_CHECKING:
@@ -185,7 +196,8 @@ class SseParser:
     event stream"), over bytes and bounded.
 
     :meth:`feed` returns the data of each complete ``message`` event with
-    non-empty data. ``last_event_id`` and ``retry_ms`` persist across events
+    non-empty data; a parser made with ``typed=True`` returns every event with
+    non-empty data as ``(event type, data)`` instead. ``last_event_id`` and ``retry_ms`` persist across events
     (and, seeded into a new parser, across reconnections). A line, or one
     event's data, longer than ``max_event_bytes`` raises :class:`ProtocolError`,
     so memory stays bounded whatever the server sends.
@@ -200,6 +212,7 @@ class SseParser:
         "_line_len",
         "_max",
         "_started",
+        "_typed",
         "events",
         "last_event_id",
         "retry_ms",
@@ -211,8 +224,10 @@ class SseParser:
         *,
         last_event_id: str | None = None,
         retry_ms: int | None = None,
+        typed: bool = False,
     ) -> None:
         self._max = max_event_bytes
+        self._typed = typed
         self.last_event_id = last_event_id
         self.retry_ms = retry_ms
         self.events = 0
@@ -225,13 +240,17 @@ class SseParser:
         self._after_cr = False
         self._started = False
 
+    def feed_typed(self, chunk: bytes) -> list[tuple[bytes, bytes]]:
+        """:meth:`feed` of a ``typed`` parser."""
+        return cast("list[tuple[bytes, bytes]]", self.feed(chunk))
+
     def feed(self, chunk: bytes) -> list[bytes]:
         if self._after_cr and chunk:
             # A CRLF split across two chunks is one line break.
             self._after_cr = False
             if chunk[0] == 0x0A:
                 chunk = chunk[1:]
-        out: list[bytes] = []
+        out: list[Any] = []
         start = 0
         for match in _EOL.finditer(chunk):
             end = match.start()
@@ -263,7 +282,7 @@ class SseParser:
     def _too_long(self) -> None:
         raise ProtocolError(f"an SSE event is larger than max_frame_bytes={self._max}")
 
-    def _process(self, line: bytes, out: list[bytes]) -> None:
+    def _process(self, line: bytes, out: list[Any]) -> None:
         if not self._started:
             # A BOM is skipped only at the very start of the stream.
             self._started = True
@@ -296,7 +315,7 @@ class SseParser:
             # A huge number is just "a long time": no int() of a megabyte of digits.
             self.retry_ms = int(value) if len(value) <= 9 else 10**9
 
-    def _dispatch(self, out: list[bytes]) -> None:
+    def _dispatch(self, out: list[Any]) -> None:
         has_data = self._data_len >= 0
         data = b"\n".join(self._data)
         event_type = self._event_type
@@ -306,7 +325,11 @@ class SseParser:
         if not has_data:
             return
         self.events += 1
-        if data and event_type in (b"", b"message"):
+        if not data:
+            return
+        if self._typed:
+            out.append((event_type or b"message", data))
+        elif event_type in (b"", b"message"):
             out.append(data)
 
 
@@ -318,6 +341,8 @@ class _Sink(Protocol):
 
     @property
     def protocol_version(self) -> str | None: ...
+    @property
+    def era(self) -> str | None: ...
     @property
     def terminal(self) -> McpError | None: ...
     @property
@@ -417,6 +442,7 @@ class HttpTransport:
         # requests in flight, and (for our own client) every one it opened.
         self._inflight: dict[int, list[socket.socket]] = {}
         self._inflight_keys = 0
+        self._by_request: dict[int, int] = {}  # request id -> its key in _inflight
         self._own_sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
         self._stopping = threading.Event()
         self._listener: threading.Thread | None = None
@@ -434,18 +460,26 @@ class HttpTransport:
 
     # ----------------------------------------------------------- outbound
 
-    def send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
+    def send(
+        self,
+        frame: bytes,
+        request_id: int | None,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> bool:
         if self._stopping.is_set():
             return True  # the session is over; its waiters already failed
         deadline = time.monotonic() + timeout
         if request_id is None:
+            if self._sink.era == MODERN:
+                return True  # the revision has no client replies over HTTP
             # Notifications from a caller (notifications/initialized) go out
             # before send returns, so they reach the server before whatever the
             # caller sends next. Replies to server requests come from a worker
             # reading a stream, and are sent from there.
             return self._post_message(frame, deadline, strict=not self._in_worker())
         try:
-            self._queue.put((request_id, frame, deadline), timeout=timeout)
+            self._queue.put((request_id, frame, deadline, headers), timeout=timeout)
         except queue.Full:
             return False
         self._ensure_worker()
@@ -454,13 +488,29 @@ class HttpTransport:
     def send_nowait(self, frame: bytes) -> bool:
         if self._stopping.is_set():
             return True
+        if self._sink.era == MODERN:
+            # The only frame the session sends this way is notifications/cancelled;
+            # in 2026-07-28 closing the request's reply stream cancels it instead.
+            self._close_stream(frame)
+            return True
         deadline = time.monotonic() + min(seconds(self._limits.request_timeout_ms), 30.0)
         try:
-            self._queue.put_nowait((None, frame, deadline))
+            self._queue.put_nowait((None, frame, deadline, None))
         except queue.Full:
             return False
         self._ensure_worker()
         return True
+
+    def _close_stream(self, frame: bytes) -> None:
+        try:
+            request_id = json.loads(frame)["params"]["requestId"]
+        except (ValueError, KeyError, TypeError):
+            return
+        with self._lock:
+            key = self._by_request.get(request_id)
+            sockets = list(self._inflight.get(key, ())) if key is not None else []
+        for sock in sockets:
+            _wake(sock)
 
     def reply(self, frame: bytes) -> bool:
         # Server requests arrive on a worker's stream, never on a caller's
@@ -524,7 +574,9 @@ class HttpTransport:
                 self._workers.discard(me)
 
     def _handle(self, item: object) -> None:
-        request_id, frame, deadline = cast("tuple[int | None, bytes, float]", item)
+        request_id, frame, deadline, headers = cast(
+            "tuple[int | None, bytes, float, Mapping[str, str] | None]", item
+        )
         if time.monotonic() >= deadline:
             return  # its caller has given up (or is about to)
         if request_id is None:
@@ -533,8 +585,13 @@ class HttpTransport:
         if not self._sink.claim(request_id):
             return  # abandoned before it was sent
         try:
-            self._exchange(frame, request_id, deadline)
+            if headers is None:
+                self._exchange(frame, request_id, deadline)
+            else:
+                self._post_request(frame, request_id, deadline, headers)
         except _Failure as failure:
+            if headers is not None and not self._sink.waiting(request_id):
+                return  # a modern request whose caller left: its stream was closed
             if failure.terminal:
                 self._sink.terminate(failure.error)
             else:
@@ -542,6 +599,8 @@ class HttpTransport:
         except _Stopped:
             pass
         except Exception as exc:  # httpx errors, and whatever an event hook raises
+            if headers is not None and not self._sink.waiting(request_id):
+                return
             self._transport_error(exc)
 
     def _transport_error(self, exc: Exception) -> None:
@@ -579,11 +638,24 @@ class HttpTransport:
                 self._renew(lost.stale, deadline)
                 renewed = True
 
-    def _post_request(self, frame: bytes, request_id: int, deadline: float) -> None:
-        with self._open("POST", frame, deadline, self._headers(_ACCEPT_BOTH)) as response:
+    def _post_request(
+        self,
+        frame: bytes,
+        request_id: int,
+        deadline: float,
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
+        # extra: the request's own MCP headers, which make it a modern one.
+        headers = self._headers(_ACCEPT_BOTH, session=extra is None)
+        if extra is not None:
+            headers.update(extra)
+        with self._open("POST", frame, deadline, headers, request_id) as response:
             status = response.status_code
-            self._check_status(status, response, frame, allow_renew=True)
-            self._adopt_session_id(response)
+            if extra is None:
+                self._check_status(status, response, frame, allow_renew=True)
+                self._adopt_session_id(response)
+            elif status != 200:
+                self._modern_status(status, response, frame, request_id, deadline)
             kind = _content_type(response)
             if kind == "application/json":
                 self._sink.receive(self._read_body(response, deadline))
@@ -609,6 +681,16 @@ class HttpTransport:
             parser = SseParser(self._limits.max_frame_bytes)
             if self._read_events(response, parser, request_id, deadline):
                 return
+        if extra is not None:
+            # 2026-07-28 has no resumption. Sending the request again could run
+            # a tool twice, so the request is not re-sent: the session ends.
+            raise _Failure(
+                ConnectionClosed(
+                    f"server {self._server!r} ended the reply stream of {_method(frame)} "
+                    "before replying (streams are not resumable in the 2026-07-28 revision)"
+                ),
+                True,
+            )
         # The stream ended before the reply: resume it (SEP-1699 / 2025-06-18
         # "Resumability"). Outside the `with`, so the old connection is released.
         self._resume(parser, request_id, frame, deadline)
@@ -632,6 +714,34 @@ class HttpTransport:
                 True,
             )
         # Any other status fails this request only; the body is never read.
+        raise _Failure(self._status_error(status, frame), False)
+
+    def _modern_status(
+        self,
+        status: int,
+        response: httpx.Response,
+        frame: bytes,
+        request_id: int,
+        deadline: float,
+    ) -> None:
+        """A modern request answered with an error status. A JSON-RPC error in
+        the body (the revision puts ``-32022``, ``-32601``, header mismatches
+        there) is the request's reply; otherwise as in the legacy era."""
+        if status in (401, 403) or status < 400:
+            self._check_status(status, response, frame, allow_renew=False)
+            return
+        if _content_type(response) == "application/json":
+            error = _error_reply(decode_body(self._read_body(response, deadline)), request_id)
+            if error is not None:
+                raise _Failure(
+                    RemoteError(
+                        f"server {self._server!r} answered {_method(frame)} with HTTP "
+                        f"{status} and JSON-RPC error {error['code']}",
+                        error["code"],
+                        Redacted({"message": error["message"], "data": error.get("data")}),
+                    ),
+                    False,
+                )
         raise _Failure(self._status_error(status, frame), False)
 
     def _refusal(self, status: int) -> _Failure:
@@ -972,7 +1082,12 @@ class HttpTransport:
 
     @contextlib.contextmanager
     def _open(
-        self, method: str, content: bytes | None, deadline: float, headers: dict[str, str]
+        self,
+        method: str,
+        content: bytes | None,
+        deadline: float,
+        headers: dict[str, str],
+        request_id: int | None = None,
     ) -> Iterator[httpx.Response]:
         """One streamed HTTP exchange, bounded by ``deadline`` and interruptible
         by :meth:`shutdown`."""
@@ -989,6 +1104,8 @@ class HttpTransport:
             self._inflight_keys += 1
             key = self._inflight_keys
             self._inflight[key] = sockets
+            if request_id is not None:
+                self._by_request[request_id] = key
         watched = self._watch.add(deadline, sockets)
 
         def trace(event: str, info: dict[str, Any]) -> None:
@@ -1035,6 +1152,8 @@ class HttpTransport:
             self._watch.remove(watched)
             with self._lock:
                 self._inflight.pop(key, None)
+                if request_id is not None:
+                    self._by_request.pop(request_id, None)
 
     def _credentials(self, method: str, content: bytes | None, deadline: float) -> dict[str, str]:
         assert self._auth is not None
@@ -1084,9 +1203,11 @@ class HttpTransport:
         timeout: float,
         done: Callable[[], bool],
         deadline: float,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> bool:
         """Replies come back on each request's own response: just send."""
-        return self.send(frame, request_id, timeout)
+        return self.send(frame, request_id, timeout, headers)
 
     def lead(self, done: Callable[[], bool], deadline: float) -> None:
         """Workers read the responses: a caller never does."""
@@ -1203,8 +1324,8 @@ class HttpTransport:
             session_id = self._session_id
         finally:
             self._session_lock.release()
-        if session_id is None or self._skip_delete:
-            return
+        if session_id is None or self._skip_delete or self._sink.era == MODERN:
+            return  # (a modern session has no protocol session to end)
         headers = {"Accept-Encoding": "identity", "Mcp-Session-Id": session_id}
         if self._extra_headers is not None:
             headers.update(self._extra_headers.reveal())
@@ -1232,12 +1353,35 @@ def _wake(sock: socket.socket) -> None:
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
+def decode_body(body: bytes) -> dict[str, Any] | None:
+    """A JSON body as a protocol message (``None`` if it is not one)."""
+    try:
+        return decode_line(body)
+    except ProtocolError as exc:
+        raise _Failure(exc, True) from None
+
+
+def _error_reply(message: dict[str, Any] | None, request_id: int) -> dict[str, Any] | None:
+    """The error object of a JSON-RPC error reply to ``request_id`` (or with a
+    null id, which a server that could not read the request gives), else ``None``."""
+    if message is None or "result" in message or message.get("id") not in (request_id, None):
+        return None
+    error = message.get("error")
+    if (
+        isinstance(error, dict)
+        and type(error.get("code")) is int
+        and isinstance(error.get("message"), str)
+    ):
+        return error
+    return None
+
+
 def _content_type(response: httpx.Response) -> str:
     value: str = response.headers.get("content-type", "")
     return value.split(";", 1)[0].strip().lower()
 
 
-_OUR_METHODS = frozenset({"initialize", "tools/list", "tools/call"})
+_OUR_METHODS = frozenset({"initialize", "tools/list", "tools/call", "server/discover"})
 
 
 def _method(frame: bytes) -> str:

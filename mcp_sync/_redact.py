@@ -206,11 +206,14 @@ class DiagnosticEvent:
     """One private diagnostic from a session.
 
     ``kind`` is ``"stderr"`` (``detail`` holds the redacted stderr tail, a
-    ``str``) or ``"remote-error"`` (``detail`` holds a dict with the
-    ``code``, ``message`` and ``data`` of an error reply whose id was null).
+    ``str``), ``"remote-error"`` (``detail`` holds a dict with the
+    ``code``, ``message`` and ``data`` of an error reply whose id was null) or
+    ``"tool-rejected"`` (``detail`` holds a dict with the ``tool`` left out of
+    the catalog and the ``reason``: its ``x-mcp-header`` declarations break
+    the rules of the 2026-07-28 HTTP transport).
     """
 
-    kind: Literal["stderr", "remote-error"]
+    kind: Literal["stderr", "remote-error", "tool-rejected"]
     server: str
     detail: Redacted[Any]
 

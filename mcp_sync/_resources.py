@@ -449,7 +449,7 @@ class ResourcesMixin:
         core = self._core
         timeout_ms, option = request_budget(core.limits, timeout_ms)
         server = core.server
-        return core.request(
+        return core.ask(
             method, params, seconds(timeout_ms), lambda: f"{what} on server {server!r} ({option}={timeout_ms})"
         )
 

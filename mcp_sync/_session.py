@@ -47,15 +47,14 @@ from ._refresh import CatalogMixin
 from ._resources import ResourcesMixin
 from ._serverlog import LogLevelMixin
 from ._validate import check_structured_output
+from ._versions import HANDSHAKE_PROTOCOL_VERSIONS, MODERN, SUPPORTED_PROTOCOL_VERSIONS
 
 if TYPE_CHECKING:
     from ._handlers import Handlers
     from ._inbound import Inbound
+    from ._modern import ModernPath
 
 __all__ = ["CLIENT_INFO", "SUPPORTED_PROTOCOL_VERSIONS", "Session"]
-
-SUPPORTED_PROTOCOL_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-DEFAULT_PROTOCOL_VERSION = "2025-06-18"
 
 
 def _client_info() -> Mapping[str, str]:
@@ -128,9 +127,12 @@ class Transport(Protocol):
         timeout: float,
         done: Callable[[], bool],
         deadline: float,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> bool:
         """``send`` a request frame; then optionally read replies in the calling
-        thread until ``done()`` or ``deadline`` (returning at once is allowed)."""
+        thread until ``done()`` or ``deadline`` (returning at once is allowed).
+        ``headers``: the request's own MCP headers (modern era, HTTP only)."""
 
     def shutdown(self, wait: bool) -> None:
         """Tear down (idempotent). ``wait``: block until a teardown already
@@ -174,18 +176,36 @@ class _Pending:
         return self._done.acquire(True, timeout)
 
     def outcome(self) -> Any:
-        if self.error is not None:
-            raise self.error
+        error = self.error
+        if error is not None:
+            # Neither this entry nor this frame may keep the error: its
+            # traceback holds both, and the cycle would keep every frame
+            # above (and what they hold: a session that should close when it
+            # is dropped) alive until a GC pass.
+            self.error = None
+            try:
+                raise error
+            finally:
+                del error
         return self.result
 
-    def settle(
-        self, transport: Transport, frame: bytes, request_id: int, timeout: float, deadline: float
+    def settle(  # noqa: PLR0917
+        self,
+        transport: Transport,
+        frame: bytes,
+        request_id: int,
+        timeout: float,
+        deadline: float,
+        headers: Mapping[str, str] | None = None,
     ) -> bool:
         """Send the request and wait for its reply until ``deadline``; False
-        if the deadline (or the wait for room in the queue) came first."""
-        return transport.exchange(frame, request_id, timeout, self.done, deadline) and self.wait(
-            max(0.0, deadline - time.monotonic())
-        )
+        if the deadline (or the wait for room in the queue) came first.
+        ``headers``: the request's own MCP headers (modern era, HTTP only)."""
+        if headers is None:
+            sent = transport.exchange(frame, request_id, timeout, self.done, deadline)
+        else:
+            sent = transport.exchange(frame, request_id, timeout, self.done, deadline, headers=headers)
+        return sent and self.wait(max(0.0, deadline - time.monotonic()))
 
 
 class Watch(Protocol):
@@ -219,9 +239,16 @@ class _Watched(_Pending):
         super().set_exception(error)
         self.watch.wake()
 
-    def settle(
-        self, transport: Transport, frame: bytes, request_id: int, timeout: float, deadline: float
+    def settle(  # noqa: PLR0917
+        self,
+        transport: Transport,
+        frame: bytes,
+        request_id: int,
+        timeout: float,
+        deadline: float,
+        headers: Mapping[str, str] | None = None,
     ) -> bool:
+        # Watched requests are handshake-era requests (see _Core.ask): no headers.
         return self.watch.follow(self, transport, frame, request_id, timeout)
 
 
@@ -252,6 +279,8 @@ class _Core:
         # What serves the server's notifications and requests (handlers,
         # progress, logs, list_changed): never run on the reading thread.
         self.inbound: Inbound = Inbound(self, handlers, auto_refresh=auto_refresh)
+        # What the client declares it can do (SPEC §9.8): in initialize, and in
+        # the modern era in every request's _meta. Only what the handlers serve.
         self.client_capabilities: Mapping[str, Any] = self.inbound.capabilities()
         self.server_capabilities: Mapping[str, Any] = freeze({})
         # Guards _pending and _terminal: the request table and the one
@@ -264,6 +293,10 @@ class _Core:
         # The negotiated version, once initialize's result passed its checks
         # (the HTTP transport sends it as MCP-Protocol-Version).
         self.protocol_version: str | None = None
+        # The era, once negotiated (._eras); in the modern era every request
+        # goes through ``modern`` (._modern).
+        self.era: str | None = None
+        self.modern: ModernPath | None = None
         self.ended_at = 0.0  # time.monotonic() of the terminal transition
         # Set while user code (the diagnostic observer) runs on this thread.
         self._callback = threading.local()
@@ -371,6 +404,7 @@ class _Core:
         *,
         cancellable: bool = True,
         watch: Watch | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Send a request and block for its result, at most ``timeout`` s (or,
         with a ``watch``, until its deadline, which progress may move)."""
@@ -390,7 +424,7 @@ class _Core:
                 if self._terminal is not None:
                     raise self._terminal._copy()
                 self._pending[request_id] = entry
-            if entry.settle(transport, frame, request_id, timeout, deadline):
+            if entry.settle(transport, frame, request_id, timeout, deadline, headers):
                 return entry.outcome()
             # The deadline passed, waiting for room in the queue or for the reply.
             if self._abandon(request_id, cancellable):
@@ -479,7 +513,9 @@ class _Core:
             if message is not None:
                 self._dispatch(message)
         except ProtocolError as exc:
-            self.terminate(exc)
+            # Kept without its frames: they hold this core, and the cycle
+            # would outlive a dropped session until a GC pass.
+            self.terminate(exc.with_traceback(None))
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         if message["jsonrpc"] != "2.0":
@@ -499,6 +535,8 @@ class _Core:
             request_id = message["id"]
             if type(request_id) is not int and type(request_id) is not str:
                 raise ProtocolError("a server request has an id that is not a string or integer")
+            if self.era == MODERN:
+                return  # the revision has no server requests, and no replies from clients
             self.inbound.request(request_id, method, params)
             return
         if "id" not in message:
@@ -543,7 +581,8 @@ class _Core:
 
     # ----------------------------------------------------------- handshake
 
-    def handshake(self, protocol_version: str) -> tuple[str, ServerInfo, tuple[Tool, ...]]:
+    def initialize(self, protocol_version: str) -> ServerInfo:
+        """The legacy handshake: ``initialize``, its checks, ``initialized``."""
         limits = self.limits
         timeout = seconds(limits.handshake_timeout_ms)
         where = f"server {self.server!r}"
@@ -558,16 +597,12 @@ class _Core:
         if not isinstance(result, dict):
             raise ProtocolError(f"{where} answered initialize with a result that is not an object")
         version = result.get("protocolVersion")
-        if not isinstance(version, str) or version not in SUPPORTED_PROTOCOL_VERSIONS:
+        if not isinstance(version, str) or version not in HANDSHAKE_PROTOCOL_VERSIONS:
             raise ProtocolError(f"{where} answered initialize with an unsupported protocolVersion")
-        capabilities = result.get("capabilities")
-        if not isinstance(capabilities, dict):
-            raise ProtocolError(f"{where} answered initialize without a capabilities object")
-        if not isinstance(capabilities.get("tools"), dict):
-            raise ProtocolError(f"{where} does not offer the tools capability")
-        info = _server_info(result.get("serverInfo"))
+        check_capabilities(result.get("capabilities"), where, "initialize")
+        info = server_info(result.get("serverInfo"))
         self.protocol_version = version
-        self.server_capabilities = freeze(capabilities)
+        self.server_capabilities = freeze(result["capabilities"])
         self.notify("notifications/initialized", timeout)
         if self.inbound.wants_server_messages():
             # Over HTTP, what the server sends outside a request's reply comes
@@ -575,11 +610,35 @@ class _Core:
             listen = getattr(self.transport, "listen", None)
             if listen is not None:
                 listen()
+        return info
 
+    def load_catalog(self, keep: Callable[[Tool], bool] | None = None) -> tuple[Tool, ...]:
+        """Walk ``tools/list`` (in either era) into the frozen snapshot.
+        ``keep`` may leave a validated entry out of it."""
+        limits = self.limits
         walk = CatalogWalk(limits)
-        self.walk(walk, timeout, budget)
-        self.catalog = Snapshot(walk.tools())
-        return version, info, self.catalog.tools
+        self.walk(walk, seconds(limits.handshake_timeout_ms), f"handshake_timeout_ms={limits.handshake_timeout_ms}")
+        tools = walk.tools()
+        if keep is not None:
+            tools = tuple(tool for tool in tools if keep(tool))
+        self.catalog = Snapshot(tools)
+        return tools
+
+    def ask(
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float,
+        describe: Callable[[], str],
+        *,
+        watch: Watch | None = None,
+    ) -> Any:
+        """A request the way the session's era sends it: with ``_meta`` (and
+        headers) in the modern era, where a ``watch`` is not followed."""
+        modern = self.modern
+        if modern is None:
+            return self.request(method, params, timeout, describe, watch=watch)
+        return modern.request(self, method, params, time.monotonic() + timeout, describe)
 
     def walk(
         self,
@@ -608,9 +667,18 @@ class _Core:
                 timeout = deadline - time.monotonic()
                 if timeout <= 0:
                     raise Timeout(f"{describe()} missed its deadline")
-            cursor = walk.add_page(self.request(method, page_params, timeout, describe))
+            cursor = walk.add_page(self.ask(method, page_params, timeout, describe))
             if cursor is None:
                 return
+
+    def answer_input_request(
+        self, method: str, params: Mapping[str, Any], deadline: float
+    ) -> dict[str, Any]:
+        """The client's answer to one request a server embedded in an
+        ``input_required`` result (``elicitation/create``,
+        ``sampling/createMessage``, ``roots/list``), made by ``deadline``:
+        the same handlers that answer server requests in the handshake era."""
+        return self.inbound.requests.answer_input_request(method, params, deadline)
 
     # ----------------------------------------------------------- calling
 
@@ -639,7 +707,20 @@ class _Core:
         meta: dict[str, Any] = {}
         if traceparent is not None:  # W3C trace context, in the request's _meta
             meta["traceparent"] = _log.check_traceparent(traceparent)
-        if on_progress is None and task is None and tool.task_support != "required":
+        modern = self.modern
+        if modern is not None:
+            # The modern era: its own retries of input_required (answered by
+            # the handlers). Progress and tasks are not followed there yet.
+            result = modern.call_tool(
+                self,
+                name,
+                args,
+                time.monotonic() + seconds(timeout_ms),
+                lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
+                meta=meta or None,
+            )
+            outcome = parse_call_result(result, name, any_structured=True)
+        elif on_progress is None and task is None and tool.task_support != "required":
             params: dict[str, Any] = {"name": name, "arguments": args}
             if meta:
                 params["_meta"] = meta
@@ -672,7 +753,15 @@ class _Core:
         self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=wait)
 
 
-def _server_info(value: object) -> ServerInfo:
+def check_capabilities(capabilities: object, where: str, method: str) -> None:
+    """A server's capabilities must be an object offering tools (SPEC §3, §9.1)."""
+    if not isinstance(capabilities, dict):
+        raise ProtocolError(f"{where} answered {method} without a capabilities object")
+    if not isinstance(capabilities.get("tools"), dict):
+        raise ProtocolError(f"{where} does not offer the tools capability")
+
+
+def server_info(value: object) -> ServerInfo:
     if not isinstance(value, dict):
         return ServerInfo(name="", version="")
     name, version, title = value.get("name"), value.get("version"), value.get("title")
@@ -692,17 +781,18 @@ class Session(CatalogMixin, ResourcesMixin, LogLevelMixin, RootsMixin):
     garbage-collected, or still open when the interpreter exits, is closed too.
     """
 
-    __slots__ = ("__weakref__", "_core", "_finalizer", "protocol_version", "server_info")
+    __slots__ = ("__weakref__", "_core", "_finalizer", "era", "server_info")
 
     def __init__(
         self,
         core: _Core,
-        protocol_version: str,
+        era: str,
         server_info: ServerInfo,
     ) -> None:
         self._core = core
-        self.protocol_version = protocol_version
-        """The protocol version the server chose, one of ``SUPPORTED_PROTOCOL_VERSIONS``."""
+        self.era = era
+        """``"modern"`` (2026-07-28: no handshake, metadata on every request) or
+        ``"legacy"`` (a session opened by the ``initialize`` handshake)."""
         self.server_info = server_info
         """The name and version the server disclosed (untrusted text)."""
         self._finalizer = weakref.finalize(self, core.close)
@@ -711,6 +801,16 @@ class Session(CatalogMixin, ResourcesMixin, LogLevelMixin, RootsMixin):
     def server(self) -> str:
         """The name this session was given in ``connect(server=...)``."""
         return self._core.server
+
+    @property
+    def protocol_version(self) -> str:
+        """The protocol revision in use, one of ``SUPPORTED_PROTOCOL_VERSIONS``:
+        the one the server chose in the handshake, or in the modern era the one
+        every request names."""
+        modern = self._core.modern
+        version = modern.version if modern is not None else self._core.protocol_version
+        assert version is not None
+        return version
 
     @property
     def limits(self) -> Limits:
@@ -763,7 +863,8 @@ class Session(CatalogMixin, ResourcesMixin, LogLevelMixin, RootsMixin):
         ``"optional"`` one.
         """
         options: dict[str, Any] = {}
-        if on_progress is not None or progress_extends_deadline or max_timeout_ms is not None or task is not None:
+        watched = on_progress is not None or progress_extends_deadline
+        if watched or max_timeout_ms is not None or task is not None:
             options = {
                 "on_progress": on_progress,
                 "progress_extends_deadline": progress_extends_deadline,

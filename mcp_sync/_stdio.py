@@ -405,9 +405,12 @@ class StdioTransport:
         timeout: float,
         done: Callable[[], bool],
         deadline: float,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> bool:
         """Send a request and, if nobody else is reading, read until ``done()``
         or ``deadline``. False if the frame could not be queued in time.
+        (``headers`` are for HTTP; stdio carries everything in the frame.)
 
         The read token is taken and stdout disarmed *before* the write: a
         server that answers at once (on one CPU it runs the moment it is

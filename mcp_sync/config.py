@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -51,6 +51,7 @@ from ._jsonrpc import json_depth
 from ._limits import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
 from ._locations import CLIENTS, candidates, select_servers
 from ._variables import VariableError, expand
+from ._versions import SUPPORTED_PROTOCOL_VERSIONS
 from .auth._config import AuthConfig
 from .flows import ProjectionError, check_flow_name
 
@@ -112,6 +113,12 @@ class _Entry(BaseModel):
     name_prefix: NonEmpty | None = None
     """Replaces the default ``mcp/<server>`` flow-name prefix."""
 
+    protocol: Literal["auto", "legacy", "modern"] | None = None
+    """The protocol era: ``auto`` (the default) probes, ``legacy`` is the
+    handshake only, ``modern`` is 2026-07-28 only."""
+    protocol_version: NonEmpty | None = None
+    """Pin one revision (one of ``SUPPORTED_PROTOCOL_VERSIONS``)."""
+
     handshake_timeout_ms: Limit | None = None
     request_timeout_ms: Limit | None = None
     max_frame_bytes: Limit | None = None
@@ -145,6 +152,13 @@ class _Entry(BaseModel):
             check_flow_name(value, what="server")
         except ProjectionError:
             raise ValueError("must not contain control or format characters") from None
+        return value
+
+    @field_validator("protocol_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None and value not in SUPPORTED_PROTOCOL_VERSIONS:
+            raise ValueError("must be one of " + ", ".join(SUPPORTED_PROTOCOL_VERSIONS))
         return value
 
     @field_validator("name_prefix")
@@ -186,6 +200,8 @@ class _Entry(BaseModel):
 class ConnectOptions(_Entry):
     """A server started as a subprocess and spoken to over stdio."""
 
+    transport: Literal["stdio"] | None = Field(default=None, alias="type")
+    """``"stdio"`` (written ``type`` in the file): what an entry with a command is anyway."""
     command: NonEmpty
     """The executable. A relative path is resolved from the working directory
     of the process that connects, not from the config file's directory."""
@@ -209,6 +225,9 @@ class ConnectOptions(_Entry):
 class HttpConnectOptions(_Entry):
     """A remote server spoken to over Streamable HTTP."""
 
+    transport: Literal["http", "sse"] | None = Field(default=None, alias="type")
+    """``"http"`` (Streamable HTTP, the default) or ``"sse"`` (the deprecated
+    HTTP+SSE transport of 2024-11-05); written ``type`` in the file."""
     url: NonEmpty
     """An absolute ``http:`` or ``https:`` URL, without a user or password."""
     bearer_token_env: NonEmpty | None = None

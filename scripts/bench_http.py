@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Per-call latency over Streamable HTTP: mcp_sync versus the official SDK's client.
+"""Per-call latency over Streamable HTTP, in both protocol eras, against a floor.
 
     .venv/bin/python scripts/bench_http.py [--calls N] [--rounds R] [--json PATH]
 
 One server, the official Python SDK's own (tests/peers/sdk_server.py, uvicorn on
-127.0.0.1), in SSE mode and in JSON-response mode. Against it, in one process and
-interleaved in turns (A B C, B C A, C A B, ...) so drift is shared out evenly:
+127.0.0.1, dual-era), in SSE mode and in JSON-response mode. Against it, in one
+process and interleaved in turns (A B C ..., B C ... A, ...) so drift is shared out:
 
-  mcp_sync      this package: connect_http(), then session.call_tool(...)
-  sdk-blocking  the SDK as blocking code uses it: its ClientSession on an event
-                loop in a background thread, asyncio.run_coroutine_threadsafe(...)
-                .result() per call
-  sdk-async     the SDK natively: each call timed inside its own event loop
+  floor-modern    a bare ``httpx`` POST of mcp_sync's own modern tools/call frame,
+                  with the same headers, and ``json.loads`` of the reply: the floor
+  mcp_sync-modern this package, ``protocol="auto"`` (it negotiates 2026-07-28)
+  floor-legacy    the same for the handshake era: the legacy frame, with the session
+                  id a bare ``initialize`` got
+  mcp_sync-legacy this package, ``protocol="legacy"`` (2025-11-25)
+  sdk-blocking    the SDK's client (handshake era) as blocking code uses it: an event
+                  loop in a background thread, ``run_coroutine_threadsafe(...).result()``
+  sdk-async       the SDK natively: each call timed inside its own event loop
 
-Each turn is `--calls` sequential `echo` calls on an open session; the figures are
-the median and p90 of every call's latency. Needs the dev install (`mcp`, `uvicorn`).
+Each turn is `--calls` sequential `echo` calls; the figures are the median and p90
+of every call's latency. scripts/bench runs this and shows it in its table. Needs
+the dev install (`mcp`, `uvicorn`).
 """
 
 from __future__ import annotations
@@ -38,9 +43,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SDK_SERVER = ROOT / "tests" / "peers" / "sdk_server.py"
 sys.path.insert(0, str(ROOT))
 
+import httpx  # noqa: E402
+
 import mcp_sync  # noqa: E402
 
 ARGS = {"message": "hello"}
+ACCEPT = "application/json, text/event-stream"
 
 
 @contextmanager
@@ -66,6 +74,68 @@ def sdk_server(json_response: bool) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def reply_of(response: httpx.Response) -> Any:
+    """The JSON-RPC reply in a JSON body or an event stream: the least a client parses."""
+    body = response.content
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        for line in body.splitlines():
+            if line.startswith(b"data:") and len(line) > 6:
+                message = json.loads(line[5:])
+                if "id" in message and "method" not in message:
+                    return message
+        raise RuntimeError("no reply in the stream")
+    return json.loads(body)
+
+
+class Floor:
+    """A bare httpx POST of one prepared frame with its headers."""
+
+    def __init__(self, url: str, frame: bytes, headers: dict[str, str]) -> None:
+        self.client = httpx.Client(headers={"Accept": ACCEPT, "Content-Type": "application/json"})
+        self.url, self.frame, self.headers = url, frame, headers
+
+    def call(self) -> Any:
+        reply = reply_of(self.client.post(self.url, content=self.frame, headers=self.headers))
+        if "result" not in reply:
+            raise RuntimeError(f"the floor's call failed: {reply}")
+        return reply
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def modern_floor(url: str) -> Floor:
+    """The frame and headers mcp_sync sends for this call, POSTed bare."""
+    from mcp_sync._modern import ModernPath
+    from mcp_sync._session import CLIENT_INFO
+
+    path = ModernPath("bench", "2026-07-28", http=True, capabilities={}, client_info=CLIENT_INFO)
+    params = {"name": "echo", "arguments": ARGS}
+    headers = path.headers("tools/call", params) or {}
+    frame = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**params, "_meta": path._meta}},
+        separators=(",", ":"), ensure_ascii=False,
+    ).encode()
+    return Floor(url, frame, headers)
+
+
+def legacy_floor(url: str) -> Floor:
+    client = httpx.Client(headers={"Accept": ACCEPT, "Content-Type": "application/json"})
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "floor", "version": "0"}}}
+    response = client.post(url, json=init)
+    reply_of(response)
+    session = response.headers.get("mcp-session-id")
+    headers = {"MCP-Protocol-Version": "2025-11-25"}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    client.close()
+    frame = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "echo", "arguments": ARGS}}, separators=(",", ":")).encode()
+    return Floor(url, frame, headers)
 
 
 class LoopThread:
@@ -134,16 +204,21 @@ def measure(url: str, calls: int, rounds: int, warmup: int) -> dict[str, list[fl
     loop = LoopThread()
     sdk = SdkSession()
     loop.run(sdk.open(url))
-    session = mcp_sync.connect_http(server="bench", url=url)
+    modern = mcp_sync.connect_http(server="bench", url=url)
+    legacy = mcp_sync.connect_http(server="bench", url=url, protocol="legacy")
+    assert (modern.era, legacy.era) == ("modern", "legacy")
+    floors = {"floor-modern": modern_floor(url), "floor-legacy": legacy_floor(url)}
     try:
-        call_tool = session.call_tool
         sdk_call = sdk.session.call_tool
 
         def blocking() -> Any:
             return asyncio.run_coroutine_threadsafe(sdk_call("echo", ARGS), loop.loop).result()
 
         runners: dict[str, Callable[[int], list[float]]] = {
-            "mcp_sync": lambda n: timed(lambda: call_tool("echo", ARGS), n),
+            "floor-modern": lambda n: timed(floors["floor-modern"].call, n),
+            "mcp_sync-modern": lambda n: timed(lambda: modern.call_tool("echo", ARGS), n),
+            "floor-legacy": lambda n: timed(floors["floor-legacy"].call, n),
+            "mcp_sync-legacy": lambda n: timed(lambda: legacy.call_tool("echo", ARGS), n),
             "sdk-blocking": lambda n: timed(blocking, n),
             "sdk-async": lambda n: loop.run(sdk.timed_calls(n)),
         }
@@ -157,7 +232,10 @@ def measure(url: str, calls: int, rounds: int, warmup: int) -> dict[str, list[fl
                 samples[name].extend(runners[name](calls))
         return samples
     finally:
-        session.close()
+        modern.close()
+        legacy.close()
+        for floor in floors.values():
+            floor.close()
         loop.run(sdk.close())
 
 
@@ -185,18 +263,18 @@ def main() -> int:
         "modes": {},
     }
     print(f"echo round trips, {args.calls} x {args.rounds} per client, interleaved")
-    print(f"{'server mode':<12} {'client':<14} {'median ms':>10} {'p90 ms':>8} {'vs mcp_sync':>12}")
+    print(f"{'server mode':<12} {'client':<16} {'median ms':>10} {'p90 ms':>8} {'vs floor':>9}")
     for mode, json_response in (("sse", False), ("json", True)):
         with sdk_server(json_response) as url:
             samples = measure(url, args.calls, args.rounds, args.warmup)
         figures = {name: summary(values) for name, values in samples.items()}
         report["modes"][mode] = figures
-        base = figures["mcp_sync"]["median_ms"]
         for name, fig in figures.items():
-            ratio = fig["median_ms"] / base
+            era = "legacy" if name.endswith("legacy") or name.startswith("sdk") else "modern"
+            floor = figures[f"floor-{era}"]["median_ms"]
             print(
-                f"{mode:<12} {name:<14} {fig['median_ms']:>10.3f} {fig['p90_ms']:>8.3f} "
-                f"{ratio:>11.2f}x"
+                f"{mode:<12} {name:<16} {fig['median_ms']:>10.3f} {fig['p90_ms']:>8.3f} "
+                f"{fig['median_ms'] / floor:>8.2f}x"
             )
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -1,15 +1,20 @@
 """A client for the official MCP conformance suite, built on ``mcp_sync``.
 
-The suite (``../shared/conformance/run.sh``) runs ``python tests/conformance_client.py URL``
-once per scenario, with the scenario's name in ``MCP_CONFORMANCE_SCENARIO``. This
-client does what each scenario needs and exits 0, or prints the error's kind and
-public message to stderr and exits 1.
+The suite (``../shared/conformance/run.sh [--suite next]``) runs
+``python tests/conformance_client.py URL`` once per scenario, with the scenario's
+name in ``MCP_CONFORMANCE_SCENARIO`` (and, for some, arguments in
+``MCP_CONFORMANCE_CONTEXT``). This client is a thin mapping onto the public API:
+connect (``protocol="auto"``, the default, in every scenario), then do what the
+scenario asks. It exits 0, or prints the error's kind and public message to
+stderr and exits 1.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from typing import Any
 
 from conformance_auth import auth_for
 
@@ -18,15 +23,25 @@ import mcp_sync
 CONNECT_TIMEOUT_MS = 10_000
 CALL_TIMEOUT_MS = 20_000
 
+# Scenarios whose server offers no tools: mcp_sync refuses such a server (SPEC §3)
+# right after reading its capabilities. What the scenario checks (the handshake or
+# the request metadata) has been sent by then, so that refusal is the expected end.
+NO_TOOLS = frozenset({"initialize", "request-metadata"})
 
 def _handlers(scenario: str) -> mcp_sync.Handlers | None:
-    if scenario.startswith("elicitation"):
+    if scenario.startswith("elicitation") or scenario == "sep-2322-client-request-state":
         # Accept with an empty form: the schema's defaults fill every field (SEP-1034).
         return mcp_sync.Handlers(elicitation=lambda request: mcp_sync.ElicitationResult.accept())
     return None
 
 
-def run(scenario: str, url: str) -> None:
+def call(session: mcp_sync.Session, name: str, arguments: dict[str, Any] | None = None) -> None:
+    result = session.call_tool(name, arguments or {}, timeout_ms=CALL_TIMEOUT_MS)
+    if result.is_error:
+        raise SystemExit(f"{name} reported an error")
+
+
+def run(scenario: str, url: str, context: dict[str, Any]) -> None:
     try:
         session = mcp_sync.connect_http(
             server="conformance",
@@ -36,34 +51,47 @@ def run(scenario: str, url: str) -> None:
             handlers=_handlers(scenario),
         )
     except mcp_sync.ProtocolError as exc:
-        # The `initialize` scenario's server declares no capabilities at all, and
-        # mcp_sync refuses a server without tools (SPEC §3) right after reading the
-        # initialize result. The scenario checks only the initialize request, which
-        # has been sent by then, so that refusal is this scenario's expected end.
-        if scenario == "initialize" and "tools capability" in exc.message:
+        if scenario in NO_TOOLS and "tools capability" in exc.message:
             return
         raise
     with session:
         if scenario == "tools_call":
-            result = session.call_tool("add_numbers", {"a": 5, "b": 3}, timeout_ms=CALL_TIMEOUT_MS)
-            if result.is_error:
-                raise SystemExit("add_numbers reported an error")
+            call(session, "add_numbers", {"a": 5, "b": 3})
         elif scenario == "sse-retry":
             # The server closes the call's SSE stream after a priming event; the
             # reply only comes on the GET that resumes it.
-            session.call_tool("test_reconnection", {}, timeout_ms=CALL_TIMEOUT_MS)
+            call(session, "test_reconnection")
         elif scenario == "elicitation-sep1034-client-defaults":
             # The suite's server sends elicitation/create on the standalone GET
             # stream, which a session with handlers opens.
             result = session.call_tool("test_client_elicitation_defaults", {}, timeout_ms=CALL_TIMEOUT_MS)
             if result.is_error:
                 raise SystemExit("test_client_elicitation_defaults reported an error")
+        elif scenario in ("http-standard-headers", "http-invalid-tool-headers"):
+            # Call every tool the catalog kept (invalid header declarations were
+            # dropped from it), with a value for each required string argument.
+            for tool in session.tools:
+                required = tool.input_schema.get("required", ())
+                call(session, tool.name, {name: "us-west1" for name in required})
+        elif scenario == "http-custom-headers":
+            for tool_call in context.get("toolCalls", []):
+                call(session, tool_call["name"], tool_call.get("arguments"))
+        elif scenario == "json-schema-2020-12-preservation":
+            # Send the focal tool's schema back exactly as the catalog holds it.
+            schema = mcp_sync.thaw(session.tool("json_schema_2020_12_tool").input_schema)
+            call(session, "json_schema_echo", {"schema": schema})
+        elif scenario == "sep-2322-client-request-state":
+            for name in ("test_mrtr_echo_state", "test_mrtr_no_state",
+                         "test_mrtr_unrelated", "test_mrtr_no_result_type"):
+                call(session, name)
         elif scenario.startswith("auth/"):
             # Connecting authorized and listed the tools; a call exercises
             # what only tools/call may need (a scope step-up).
             if any(tool.name == "test-tool" for tool in session.tools):
                 session.call_tool("test-tool", {}, timeout_ms=CALL_TIMEOUT_MS)
         else:
+            # Anything else (json-schema-ref-no-deref): connecting, which lists
+            # the tools, is all this client does.
             for tool in session.tools:
                 print(tool.name)
 
@@ -73,8 +101,9 @@ def main() -> int:
         print("usage: conformance_client.py URL", file=sys.stderr)
         return 2
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     try:
-        run(scenario, sys.argv[-1])
+        run(scenario, sys.argv[-1], context)
     except mcp_sync.McpError as exc:
         print(f"{scenario}: {exc.kind}: {exc}", file=sys.stderr)
         return 1

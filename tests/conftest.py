@@ -379,7 +379,7 @@ class _ServerDied(RuntimeError):
 
 
 @contextlib.contextmanager
-def _serve(make_argv: Callable[[int], list[str]]) -> Iterator[str]:
+def _serve(make_argv: Callable[[int], list[str]], path: str = "/mcp") -> Iterator[str]:
     """Start an HTTP peer on a free loopback port; yield ``http://127.0.0.1:PORT/mcp``.
 
     The port is picked before the server binds it, so another process can take it in
@@ -410,7 +410,7 @@ def _serve(make_argv: Callable[[int], list[str]]) -> Iterator[str]:
                 except _ServerDied as exc:
                     last_error = str(exc)
                     continue
-                yield f"http://127.0.0.1:{port}/mcp"
+                yield f"http://127.0.0.1:{port}{path}"
                 return
             finally:
                 _stop_process_group(proc)
@@ -432,6 +432,18 @@ def start_sdk_http_server(*, json_response: bool = False, stateless: bool = Fals
         return [*sdk_stdio_command()[:2], "http", "--port", str(port), *extra]
 
     with _serve(argv) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def start_sdk_sse_server() -> Iterator[str]:
+    """The official SDK's server on the deprecated HTTP+SSE transport (2024-11-05);
+    yields its ``/sse`` URL."""
+
+    def argv(port: int) -> list[str]:
+        return [*sdk_stdio_command()[:2], "sse", "--port", str(port)]
+
+    with _serve(argv, "/sse") as url:
         yield url
 
 
@@ -465,6 +477,7 @@ PEER_FIXTURES = frozenset(
         "memory_stdio",
         "sdk_stdio_cmd",
         "sdk_http_server",
+        "sdk_sse_server",
         "everything_http_server",
     }
 )
@@ -527,6 +540,14 @@ def sdk_http_server() -> Callable[..., contextlib.AbstractContextManager[str]]:
     """
     sdk_stdio_command()  # skip/fail early when the SDK is missing
     return start_sdk_http_server
+
+
+@pytest.fixture
+def sdk_sse_server() -> Iterator[str]:
+    """The official SDK on the deprecated HTTP+SSE transport; yields its ``/sse`` URL."""
+    sdk_stdio_command()
+    with start_sdk_sse_server() as url:
+        yield url
 
 
 @pytest.fixture

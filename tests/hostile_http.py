@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -78,6 +79,9 @@ class Hostile:
     protocol_version: str | None = None  # None: echo the client's
     session_id_override: str | None = None  # an invalid session id to hand out
     expire: int = 0  # the next N requests with a session id get 404 (session forgotten)
+    modern: bool = False  # answer server/discover: the 2026-07-28 era (it hands out session ids all the same)
+    modern_status: int | None = None  # modern era: answer every tools/call with this status and a JSON-RPC error
+    discover_status: int | None = None  # answer server/discover with this status and a text body
     requests: list[Recorded] = field(default_factory=list)
     sessions: int = 0
     stream_closed_at: float = 0.0
@@ -255,7 +259,25 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(202)
             return
         rid = message["id"]
-        if method == "initialize":
+        if method == "server/discover" and cfg.discover_status is not None:
+            self._send(cfg.discover_status, SECRET_BODY.encode(), "text/plain")
+        elif method == "server/discover" and cfg.modern:
+            self._reply(
+                rid,
+                {
+                    "resultType": "complete",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "hostile", "version": "1"},
+                },
+            )
+        elif method == "tools/call" and cfg.modern and cfg.modern_status is not None:
+            error = {"code": -32601 if cfg.modern_status == 404 else -32020, "message": SECRET_BODY}
+            self._send(
+                cfg.modern_status,
+                json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}).encode(),
+            )
+        elif method == "initialize":
             version = cfg.protocol_version or message["params"]["protocolVersion"]
             self._reply(
                 rid,
@@ -415,6 +437,13 @@ class _Server(ThreadingHTTPServer):
     # The default backlog of 5 resets connections when many callers connect at once.
     request_queue_size = 128
     cfg: Hostile
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that drops a connection (a transport discarded after a
+        # refused probe) is not a server fault worth a traceback on stderr.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
 
 
 @contextlib.contextmanager

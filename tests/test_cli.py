@@ -319,14 +319,14 @@ def test_check_reports_every_server(tmp_path: Path) -> None:
     assert lines[:3] == [
         "--mcp-config servers.json: 4 server(s), the file is valid",
         "      SERVER   KIND   RESULT",
-        "ok    example  stdio  5 flow(s), protocol 2025-06-18",
+        "ok    example  stdio  5 flow(s), protocol 2025-11-25",
     ]
     assert lines[3].startswith(
         "FAIL  broken   stdio  spawn_failed: server 'broken' could not be started: "
     )
     assert lines[4:] == [
         "FAIL  picky    stdio  include names 'nope', not in the catalog of server 'picky'",
-        "ok    small    stdio  3 flow(s), protocol 2025-06-18",
+        "ok    small    stdio  3 flow(s), protocol 2025-11-25",
         "2 of 4 server(s) failed",
     ]
 

@@ -412,3 +412,41 @@ def test_check_a_mixed_config_over_stdio_and_http(
     lines = done.stdout.splitlines()
     assert any(line.startswith("ok") and "example" in line and "stdio" in line for line in lines)
     assert any(line.startswith("ok") and "remote" in line and "http" in line for line in lines)
+
+
+# ------------------------------------------------------------------ protocol eras and transports
+
+
+def test_protocol_fields_reach_connect() -> None:
+    (http, stdio) = parse_config([
+        {"server": "a", "url": "http://127.0.0.1:1/sse", "type": "sse", "protocol": "legacy",
+         "protocolVersion": "2025-06-18"},
+        {**STDIO, "server": "b", "type": "stdio", "protocol": "modern"},
+    ])
+    assert http.connect_kwargs() == {
+        "server": "a", "url": "http://127.0.0.1:1/sse", "transport": "sse",
+        "protocol": "legacy", "protocol_version": "2025-06-18",
+    }
+    assert stdio.connect_kwargs()["protocol"] == "modern"
+    assert stdio.connect_kwargs()["transport"] == "stdio"
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "problem"),
+    [
+        ({"protocol": "new"}, "protocol", "Input should be 'auto', 'legacy' or 'modern'"),
+        ({"protocolVersion": "2026-01-01"}, "protocolVersion", "must be one of 2026-07-28, "),
+        ({"type": "ws"}, "type", "Input should be 'http' or 'sse'"),
+    ],
+)
+def test_protocol_fields_are_checked(extra: dict[str, Any], field: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config([{"server": "a", "url": "http://127.0.0.1:1/mcp", **extra}])
+    assert caught.value.field == field
+    assert problem in caught.value.problem
+
+
+def test_a_stdio_entry_is_only_type_stdio() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config([{**STDIO, "type": "sse"}])
+    assert caught.value.field == "type"

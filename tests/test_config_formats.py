@@ -145,8 +145,11 @@ def test_the_seed_array_is_unchanged() -> None:
     assert entry.args == ("eu-west",)
     error = _error([{"server": "s", "command": "c"}])
     assert (error.index, error.entry, error.field) == (0, None, "args")
-    error = _error([{"server": "s", "command": "c", "args": [], "type": "stdio"}])
-    assert (error.field, error.problem) == ("type", "unknown field")
+    # Only our own keys ("type" is one since the HTTP+SSE transport: stdio, http, sse).
+    error = _error([{"server": "s", "command": "c", "args": [], "transport": "stdio"}])
+    assert (error.field, error.problem) == ("transport", "unknown field (the file uses camelCase: type)")
+    error = _error([{"server": "s", "command": "c", "args": [], "disabled": True}])
+    assert (error.field, error.problem) == ("disabled", "unknown field")
 
 
 def test_an_empty_object_of_servers() -> None:
@@ -169,9 +172,9 @@ def test_an_empty_object_of_servers() -> None:
         ({"type": "stdio", "url": "https://x.invalid/"}, "url", "is for an HTTP server"),
         ({"type": "http", "command": "x"}, "command", "is for a stdio server"),
         ({"type": "http"}, "url", "is required for an http server"),
-        ({"type": "websocket", "command": "x"}, "type", "must be stdio or http, not 'websocket'"),
-        ({"type": 3, "command": "x"}, "type", "must be a string: stdio or http"),
-        ({"type": "sse", "url": "https://x.invalid/sse"}, "type", "sse (the older HTTP+SSE"),
+        ({"type": "websocket", "command": "x"}, "type", "must be stdio, http or sse, not 'websocket'"),
+        ({"type": 3, "command": "x"}, "type", "must be a string: stdio, http or sse"),
+        ({"type": "sse", "command": "x"}, "command", "is for a stdio server, but this entry is sse"),
         ({"type": "stdio", "transport": "stdio", "command": "x"}, "transport", "and type"),
         ({"command": "x", "url": "https://x.invalid/"}, "url", "has both command and url"),
         ({"url": "https://x.invalid/", "serverUrl": "https://y.invalid/"}, "serverUrl", "and url"),
@@ -405,3 +408,8 @@ def test_load_config_reads_every_format(tmp_path: Path, monkeypatch: pytest.Monk
         path.write_text(json.dumps(document))
         (entry,) = load_config(path)
         assert entry.server == "example"
+
+
+def test_type_sse_chooses_the_http_sse_transport() -> None:
+    (entry,) = _parse({"mcpServers": {"old": {"type": "sse", "url": "https://x.invalid/sse"}}})
+    assert entry.connect_kwargs()["transport"] == "sse"

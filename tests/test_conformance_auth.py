@@ -3,9 +3,9 @@ mcp_sync through tests/conformance_client.py (its auth mapping is
 tests/conformance_auth.py). A scenario that fails fails this test.
 
 Five scenarios of the ``next`` suite run their MCP server in the 2026-07-28
-era (no ``initialize``): their authorization part passes, and they complete
-only once mcp_sync speaks that era. Until then (``2026-07-28`` not among
-``SUPPORTED_PROTOCOL_VERSIONS``) they may fail, and only with that cause.
+era (no ``initialize``): they complete because mcp_sync speaks that era
+(``protocol="auto"`` finds it). Without it (``2026-07-28`` not among
+``SUPPORTED_PROTOCOL_VERSIONS``) they could fail, and only with that cause.
 """
 
 from __future__ import annotations

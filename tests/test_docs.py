@@ -372,6 +372,8 @@ _ERROR_CLASSES = {
     "Timeout",
     "ToolNotFound",
     "RemoteError",
+    "InputRequired",
+    "NoCommonVersion",
     "ServerUnavailable",
     "_NumberRefused",
     "AuthError",

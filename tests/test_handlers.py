@@ -368,7 +368,27 @@ def test_the_modern_eras_seam_uses_the_same_handlers() -> None:
         answer = requests.answer_input_request("elicitation/create", FORM, deadline)
         assert answer["content"]["age"] == 30 and answer["content"]["name"] == "Ada"
         assert requests.answer_input_request("roots/list", {}, deadline) == {"roots": [{"uri": "file:///srv"}]}
-        with pytest.raises(mcp_sync.McpError, match="no handler"):
+        with pytest.raises(mcp_sync.InputRequired, match="no handler"):
             requests.answer_input_request("sampling/createMessage", {}, deadline)
         with pytest.raises(mcp_sync.McpError, match="unusable params"):
             requests.answer_input_request("elicitation/create", {"message": 1}, deadline)
+
+
+def test_input_required_in_the_modern_era_is_answered_by_the_handlers() -> None:
+    seen: list[mcp_sync.ElicitationRequest] = []
+
+    def elicit(request: mcp_sync.ElicitationRequest) -> mcp_sync.ElicitationResult:
+        seen.append(request)
+        return mcp_sync.ElicitationResult.accept({"answer": request.message})
+
+    handlers = mcp_sync.Handlers(elicitation=elicit)
+    with connect_fake("--era", "modern", "--input-tools", handlers=handlers) as session:
+        assert session.era == "modern"
+        result = session.call_tool("ask_input", {"count": 2})
+    assert result.content[0]["text"] == "input received"
+    responses = mcp_sync.thaw(result.structured_content)["inputResponses"]
+    assert responses == {
+        "q0": {"action": "accept", "content": {"answer": "question 0"}},
+        "q1": {"action": "accept", "content": {"answer": "question 1"}},
+    }
+    assert [request.message for request in seen] == ["question 0", "question 1"]

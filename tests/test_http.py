@@ -149,27 +149,33 @@ def test_command_and_url_are_exclusive() -> None:
 def test_session_over_http_and_its_headers(mode: str, token_env: str) -> None:
     with hostile_server(mode=mode) as cfg:
         with connect(cfg, bearer_token_env=token_env) as session:
-            assert session.protocol_version == "2025-06-18"
+            assert session.protocol_version == "2025-11-25"
+            assert session.era == "legacy"
             assert session.server_info.name == "hostile"
             assert "echo" in [tool.name for tool in session.tools]
             result = session.call_tool("echo", {"message": "hi"})
             assert result.content[0]["text"] == "hi"
             assert TOKEN not in repr(session) and TOKEN not in repr(session._core.transport)
         posts = cfg.posts()
-        init, initialized, listing, call = posts[0], posts[1], posts[2], posts[3]
-        assert [p.message.get("method") for p in (init, initialized, listing, call)] == [
-            "initialize", "notifications/initialized", "tools/list", "tools/call"
+        probe, init, initialized, listing, call = posts[:5]
+        assert [p.message.get("method") for p in (probe, init, initialized, listing, call)] == [
+            "server/discover", "initialize", "notifications/initialized", "tools/list", "tools/call"
         ]  # fmt: skip
         for post in posts:
             assert post.headers["accept"] == "application/json, text/event-stream"
             assert post.headers["content-type"] == "application/json"
             assert post.headers["authorization"] == f"Bearer {TOKEN}"
+        # The era probe is a modern request: its own headers, and the session id
+        # the server handed out with its error is not taken.
+        assert probe.headers["mcp-protocol-version"] == "2026-07-28"
+        assert probe.headers["mcp-method"] == "server/discover"
         # No session id or version on initialize; both on everything after it.
         assert "mcp-session-id" not in init.headers
         assert "mcp-protocol-version" not in init.headers
-        for post in posts[1:]:
+        for post in posts[2:]:
             assert post.headers["mcp-session-id"] == "sess-1"
-            assert post.headers["mcp-protocol-version"] == "2025-06-18"
+            assert post.headers["mcp-protocol-version"] == "2025-11-25"
+            assert "mcp-method" not in post.headers
         # DELETE on close, with the session id.
         (delete,) = cfg.of("DELETE")
         assert delete.headers["mcp-session-id"] == "sess-1"
@@ -367,7 +373,8 @@ def test_error_status_at_connect_fails_connect(hostile: Hostile) -> None:
     with pytest.raises(mcp_sync.RemoteError, match="answered initialize with HTTP 500") as info:
         connect(hostile)
     assert_clean(info.value)
-    assert len(hostile.posts()) == 1
+    # The era probe got a 500 too (no evidence of a modern server), then initialize.
+    assert [p.headers.get("mcp-method") for p in hostile.posts()] == ["server/discover", None]
 
 
 def test_connection_refused_is_connection_closed() -> None:

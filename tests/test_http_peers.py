@@ -40,9 +40,17 @@ def session_id(session: mcp_sync.Session) -> str | None:
     return session._core.transport._session_id  # type: ignore[union-attr, attr-defined, no-any-return]
 
 
-def test_sdk_server_over_http(sdk_url: str) -> None:
-    with mcp_sync.connect_http(server="sdk", url=sdk_url) as session:
-        assert session.protocol_version == "2025-06-18"
+@pytest.mark.parametrize(
+    ("protocol", "era", "version"),
+    [("auto", "modern", "2026-07-28"), ("legacy", "legacy", "2025-11-25")],
+)
+def test_sdk_server_over_http(sdk_url: str, protocol: str, era: str, version: str) -> None:
+    with mcp_sync.connect_http(server="sdk", url=sdk_url, protocol=protocol) as session:
+        assert (session.era, session.protocol_version) == (era, version)
+        # The modern era has no protocol session; the handshake era has one
+        # unless the server is stateless.
+        if era == "modern":
+            assert session_id(session) is None
         assert session.server_info.name == "sdk-peer"
         assert [tool.name for tool in session.tools] == [
             "echo",
@@ -119,12 +127,12 @@ def test_sdk_server_session_deleted_on_close_and_renewed_after_404(
     sdk_http_server: SdkServer, json_response: bool
 ) -> None:
     with sdk_http_server(json_response=json_response) as url:
-        session = mcp_sync.connect_http(server="sdk", url=url)
+        session = mcp_sync.connect_http(server="sdk", url=url, protocol="legacy")
         first = session_id(session)
         assert first
         # End the session behind the client's back: the next call gets 404, and
         # the client starts a new session once and sends the call again.
-        headers = {"Mcp-Session-Id": first, "MCP-Protocol-Version": "2025-06-18"}
+        headers = {"Mcp-Session-Id": first, "MCP-Protocol-Version": "2025-11-25"}
         assert httpx.delete(url, headers=headers).status_code == 200
         assert session.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
         second = session_id(session)
@@ -164,12 +172,13 @@ def test_sdk_server_with_bearer_token_and_own_client(
     client.close()
 
 
-@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
-def test_server_everything_over_http(everything_http_server: str, version: str) -> None:
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", None])
+def test_server_everything_over_http(everything_http_server: str, version: str | None) -> None:
+    # None: protocol="auto", which probes this handshake-era server and falls back.
     with mcp_sync.connect_http(
         server="everything", url=everything_http_server, protocol_version=version
     ) as session:
-        assert session.protocol_version == version
+        assert (session.era, session.protocol_version) == ("legacy", version or "2025-11-25")
         names = [tool.name for tool in session.tools]
         assert "echo" in names and "get-sum" in names
         assert session.call_tool("echo", {"message": "hi"}).content[0]["text"] == "Echo: hi"

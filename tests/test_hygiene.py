@@ -113,11 +113,35 @@ def test_timeout_is_a_builtin_timeout_error() -> None:
         session.call_tool("hang", timeout_ms=50)
 
 
+def test_modern_era_messages_carry_no_server_text() -> None:
+    # What a 2026-07-28 server says is untrusted too: its version lists, result
+    # types, input request methods and error texts stay out of messages.
+    secret = SECRET_ENV
+    errors: list[mcp_sync.McpError] = []
+
+    def attempt(action: object) -> None:
+        try:
+            action()  # type: ignore[operator]
+        except mcp_sync.McpError as exc:
+            errors.append(exc)
+
+    listing = ('server/discover={"jsonrpc":"2.0","id":{id},"error":{"code":-32022,"message":"'
+               + REMOTE_TEXT + '","data":{"supported":["' + secret + '","2027-01-01"]}}}')
+    attempt(lambda: connect_fake("--era", "modern", "--answer", listing))
+    with connect_fake("--era", "modern", "--input-tools", "--result-type", secret) as session:
+        attempt(lambda: session.call_tool("echo", {"message": "x"}))
+        attempt(lambda: session.call_tool("ask_input", {"method": secret}))
+    assert {e.kind for e in errors} == {"protocol_error", "invalid_response", "input_required"}
+    for error in errors:
+        for text in (str(error), repr(error)):
+            assert secret not in text and REMOTE_TEXT not in text, (error.kind, text)
+
+
 def test_every_kind_has_its_own_class() -> None:
     classes = [mcp_sync.SpawnFailed, mcp_sync.ProtocolError, mcp_sync.InvalidResponse,
                mcp_sync.ConnectionClosed, mcp_sync.Timeout, mcp_sync.ToolNotFound,
-               mcp_sync.RemoteError, mcp_sync.ServerUnavailable]
-    assert len({c.kind for c in classes}) == 8
+               mcp_sync.RemoteError, mcp_sync.InputRequired, mcp_sync.ServerUnavailable]
+    assert len({c.kind for c in classes}) == 9
     assert all(issubclass(c, mcp_sync.McpError) and c.__doc__ for c in classes)
 
 

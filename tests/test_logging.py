@@ -44,7 +44,7 @@ def test_connect_era_calls_and_teardown(collect: Records) -> None:
     assert isinstance(handshake_ms, float) and handshake_ms > 0
     assert got == {
         "mcp_event": "connect", "mcp_server": "fake", "mcp_transport": "stdio",
-        "mcp_protocol_version": "2025-06-18", "mcp_era": "legacy", "mcp_tools": 5,
+        "mcp_protocol_version": "2025-11-25", "mcp_era": "legacy", "mcp_tools": 5,
     }  # fmt: skip
     assert connect.getMessage().startswith("connected to server 'fake' over stdio in ")
     (era,) = collect.events("era")

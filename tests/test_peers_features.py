@@ -133,7 +133,11 @@ def test_an_official_sdk_server_asks_and_reports(tmp_path: Path) -> None:
         return mcp_sync.ElicitationResult.accept({"name": "Grace"})
 
     handlers = mcp_sync.Handlers(elicitation=elicit)
-    with mcp_sync.connect(server="sdk", command=sys.executable, args=[str(script)], handlers=handlers) as session:
+    # ctx.elicit() sends a server request: the handshake era's way (the modern
+    # era asks through input_required results instead, tested with the fake).
+    with mcp_sync.connect(
+        server="sdk", command=sys.executable, args=[str(script)], handlers=handlers, protocol="legacy"
+    ) as session:
         assert session.call_tool("ask_name").content[0]["text"] == "Hello, Grace!"
         steps: list[str | None] = []
         session.call_tool("count", {"steps": 3}, on_progress=lambda p, t, m: steps.append(m))

@@ -33,10 +33,17 @@ def _hammer(session: mcp_sync.Session, tool: str, make_args: object, count: int 
         return list(pool.map(lambda n: session.call_tool(tool, make_args(n)), range(count)))  # type: ignore[operator]
 
 
-def test_official_python_sdk_server(sdk_stdio_cmd: list[str]) -> None:
-    session = _connect("sdk", sdk_stdio_cmd)
+@pytest.mark.parametrize(
+    ("protocol", "era", "version"),
+    [("auto", "modern", "2026-07-28"), ("legacy", "legacy", "2025-11-25")],
+)
+def test_official_python_sdk_server(
+    sdk_stdio_cmd: list[str], protocol: str, era: str, version: str
+) -> None:
+    # The SDK's server speaks both eras: auto finds the modern one.
+    session = _connect("sdk", sdk_stdio_cmd, protocol=protocol)
     try:
-        assert session.protocol_version == "2025-06-18"
+        assert (session.era, session.protocol_version) == (era, version)
         names = [t.name for t in session.tools]
         assert names == ["echo", "add", "fail", "structured", "sleep"]
         echo = session.call_tool("echo", {"message": "héllo"})
@@ -60,6 +67,8 @@ def test_server_everything(everything_stdio_cmd: list[str]) -> None:
     # It sends tools/list_changed before the tools/list reply: the snapshot is still whole.
     session = _connect("everything", everything_stdio_cmd)
     try:
+        # A handshake-era server: protocol="auto" falls back after one probe.
+        assert (session.era, session.protocol_version) == ("legacy", "2025-11-25")
         names = [t.name for t in session.tools]
         assert len(names) == 13 and len(set(names)) == 13
         assert {"echo", "get-sum", "get-structured-content"} <= set(names)
@@ -82,6 +91,7 @@ def test_server_filesystem(filesystem_stdio_cmd: list[str], tmp_path: Path) -> N
     (root / "note.txt").write_text("remember the milk")
     session = _connect("files", filesystem_stdio_cmd)
     try:
+        assert session.era == "legacy"
         assert len(session.tools) == 14
         assert all(tool.output_schema is not None for tool in session.tools)
         read = session.call_tool("read_text_file", {"path": str(root / "note.txt")})
@@ -99,6 +109,7 @@ def test_server_memory(memory_stdio: tuple[list[str], dict[str, str]]) -> None:
     argv, env = memory_stdio
     session = _connect("memory", argv, env=env)
     try:
+        assert session.era == "legacy"
         assert len(session.tools) == 9
         entities = [
             {"name": f"person-{n}", "entityType": "person", "observations": [f"likes {n}"]}

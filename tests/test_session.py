@@ -33,7 +33,8 @@ def test_handshake_snapshot_and_calls(tmp_path: Path) -> None:
     log = tmp_path / "log"
     with connect_fake("--log", str(log)) as session:
         assert session.server == "fake"
-        assert session.protocol_version == "2025-06-18"
+        assert session.protocol_version == "2025-11-25"
+        assert session.era == "legacy"
         assert session.server_info == mcp_sync.ServerInfo("mcp-sync-fake", "1.0")
         assert [t.name for t in session.tools] == ["echo", "add", "fail", "sleep", "blob"]
         echo = session.call_tool("echo", {"message": "hi"})
@@ -43,15 +44,18 @@ def test_handshake_snapshot_and_calls(tmp_path: Path) -> None:
         failed = session.call_tool("fail")
         assert failed.is_error is True
     frames = logged(log)
-    init = frames[0]
+    # protocol="auto": the era probe first (the fake speaks only the handshake
+    # era by default and answers it -32601), then the handshake.
+    assert frames[0]["method"] == "server/discover"
+    init = frames[1]
     assert init["method"] == "initialize"
     assert init["params"] == {
-        "protocolVersion": "2025-06-18",
+        "protocolVersion": "2025-11-25",
         "capabilities": {},
         "clientInfo": {"name": "mcp-sync", "version": mcp_sync.__version__},
     }
-    assert frames[1] == {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert frames[2]["method"] == "tools/list"
+    assert frames[2] == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert frames[3]["method"] == "tools/list"
     assert frames[-1]["params"] == {"name": "fail", "arguments": {}}
 
 
@@ -323,7 +327,7 @@ def test_initialize_is_never_cancelled(tmp_path: Path) -> None:
     with timed(3.0), pytest.raises(mcp_sync.Timeout) as caught:
         connect_fake("--hang-on", "initialize", "--log", str(log), handshake_timeout_ms=300)
     assert "handshake_timeout_ms=300" in str(caught.value)
-    assert methods(log) == ["initialize"]
+    assert methods(log) == ["server/discover", "initialize"]  # neither is cancelled
 
 
 @pytest.mark.parametrize(

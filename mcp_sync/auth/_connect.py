@@ -15,7 +15,13 @@ from ._base import Auth, TokenProvider
 from ._code import AuthorizationCode
 from ._urls import is_loopback
 
-__all__ = ["connect_with_auth"]
+__all__ = ["MAX_CONNECT_LOGINS", "connect_with_auth"]
+
+MAX_CONNECT_LOGINS = 2
+"""Logins one ``connect`` may run: a second is needed when the server moves
+to another authorization server between the first login and the end of the
+connect (its next request is refused, and the new server has never seen
+this client)."""
 
 T = TypeVar("T")
 
@@ -44,10 +50,15 @@ def connect_with_auth(
             f"server {server!r}: option auth sends credentials, which plain http would expose; "
             "use an https URL (http is allowed only to a loopback host)"
         )
-    try:
-        return attempt(checked._bind(server=server, url=url, limits=limits))
-    except LoginRequired:
-        if not isinstance(checked, AuthorizationCode) or not checked.can_login:
-            raise
-    checked.login(url, server=server, http_client=http_options.get("http_client"))
-    return attempt(checked._bind(server=server, url=url, limits=limits))
+    for logins in range(MAX_CONNECT_LOGINS + 1):
+        try:
+            return attempt(checked._bind(server=server, url=url, limits=limits))
+        except LoginRequired:
+            if (
+                not isinstance(checked, AuthorizationCode)
+                or not checked.can_login
+                or logins == MAX_CONNECT_LOGINS
+            ):
+                raise
+        checked.login(url, server=server, http_client=http_options.get("http_client"))
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises

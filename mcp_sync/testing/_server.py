@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from ._eras import INPUT_TOOLS, EraGate
+from ._eras import add_options as add_era_options
 from ._features import FEATURE_CAPABILITIES, FEATURE_TOOLS, Features
 
 __all__ = ["DEFAULT_TOOLS", "FakeServer", "main"]
@@ -91,6 +93,9 @@ class FakeServer:
         self.log = open(options.log, "ab", buffering=0) if options.log else None  # noqa: SIM115
         self.stall_until = 0.0
         self.features = Features(self)
+        self.eras = EraGate(self, options)
+        # Over HTTP every call is answered on its request's own thread.
+        self.inline = False
 
     # --------------------------------------------------------------- output
 
@@ -108,6 +113,7 @@ class FakeServer:
             self.out.flush()
 
     def reply(self, request_id: object, result: Any) -> None:
+        result = self.eras.stamp(request_id, result)
         self.send({"jsonrpc": "2.0", "result": result, "id": request_id})
 
     def error(self, request_id: object, code: int, message: str) -> None:
@@ -145,6 +151,14 @@ class FakeServer:
         if raw is not None:
             self.reply(request_id, json.loads(raw))
             return
+        for answer in self.opt.answer:
+            answered, _, text = answer.partition("=")
+            if answered == method:
+                self.write_raw(text.replace("{id}", json.dumps(request_id)).encode() + b"\n")
+                return
+        params = message.get("params") or {}
+        if isinstance(params, dict) and self.eras.handle(request_id, method, params):
+            return
         handler: Callable[[object, dict[str, Any]], None] | None = {
             "initialize": self.on_initialize,
             "tools/list": self.on_tools_list,
@@ -163,11 +177,7 @@ class FakeServer:
             return
         asked = params.get("protocolVersion")
         version = self.opt.protocol_version or (asked if asked in SUPPORTED else "2025-06-18")
-        capabilities = (
-            json.loads(self.opt.capabilities)
-            if self.opt.capabilities is not None
-            else FEATURE_CAPABILITIES
-        )
+        capabilities = self.capabilities()
         self.reply(
             request_id,
             {
@@ -176,6 +186,11 @@ class FakeServer:
                 "serverInfo": {"name": "mcp-sync-fake", "version": "1.0"},
             },
         )
+
+    def capabilities(self) -> Any:
+        if self.opt.capabilities is not None:
+            return json.loads(self.opt.capabilities)
+        return FEATURE_CAPABILITIES
 
     def on_tools_list(self, request_id: object, params: dict[str, Any]) -> None:
         for _ in range(self.opt.list_changed):
@@ -203,7 +218,7 @@ class FakeServer:
         args = params.get("arguments") or {}
         if self.features.call(request_id, name, args, params):
             return
-        if name == "sleep" or name in ("ping_client", "ask_client", "hang"):
+        if not self.inline and (name == "sleep" or name in ("ping_client", "ask_client", "hang")):
             # Slow tools run on their own thread so calls multiplex.
             threading.Thread(target=self.call, args=(request_id, name, args), daemon=True).start()
         else:
@@ -345,6 +360,8 @@ class FakeServer:
             tools += MISBEHAVING_TOOLS
         if self.opt.features:
             tools += FEATURE_TOOLS
+        if self.opt.input_tools:
+            tools += INPUT_TOOLS
         for index in range(self.opt.extra_tools):
             tools.append({"name": f"tool_{index}", "inputSchema": {"type": "object"}})
         return tools
@@ -414,6 +431,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--grandchild-pidfile", help="start a grandchild at once; write its pid here")
     p.add_argument("--marker", help="create this file at start (proves the server was spawned)")
     p.add_argument("--log", help="append every line received to this file")
+    p.add_argument("--starts", help="append the server's pid to this file at each start")
+    p.add_argument("--start-delay", type=int, default=0, metavar="MS",
+                   help="wait MS milliseconds before reading anything (a slow start)")
+    p.add_argument("--answer", action="append", default=[], metavar="METHOD=TEXT",
+                   help="answer METHOD with the raw line TEXT ({id} is the request id)")
+    add_era_options(p)
+    p.add_argument("--http", action="store_true",
+                   help="serve Streamable HTTP on 127.0.0.1 instead of stdio; print the URL")
+    p.add_argument("--port", type=int, default=0, help="the --http port (default: any free one)")
+    p.add_argument("--header-log", help="--http: append each POST's MCP headers to this file")
+    p.add_argument("--header-mismatch", action="store_true",
+                   help="--http, modern era: refuse every tools/call with -32020 (header mismatch)")
     return p.parse_args(argv)
 
 
@@ -422,6 +451,9 @@ def main(argv: list[str] | None = None) -> None:
     if options.marker:
         with open(options.marker, "w", encoding="utf-8") as handle:
             handle.write(str(os.getpid()))
+    if options.starts:
+        with open(options.starts, "a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()}\n")
     if options.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if options.grandchild_pidfile:
@@ -437,6 +469,13 @@ def main(argv: list[str] | None = None) -> None:
                 sys.stderr.buffer.write(line)
             sys.stderr.buffer.flush()
         threading.Thread(target=flood, daemon=True).start()
+    if options.http:
+        from ._http import serve
+
+        serve(options)
+        return
+    if options.start_delay:
+        time.sleep(options.start_delay / 1000)
     out = sys.stdout.buffer
     server = FakeServer(options, out)
     if options.stdout_flood:

@@ -8,6 +8,7 @@ Usage::
 
     python sdk_server.py stdio
     python sdk_server.py http --port N [--json-response] [--stateless]
+    python sdk_server.py sse --port N      (the deprecated HTTP+SSE transport, at /sse)
 
 Tools:
 
@@ -80,10 +81,20 @@ def main() -> None:
     http.add_argument("--port", type=int, required=True)
     http.add_argument("--json-response", action="store_true", help="reply with JSON, not SSE")
     http.add_argument("--stateless", action="store_true", help="no Mcp-Session-Id sessions")
+    sse = sub.add_parser("sse")
+    sse.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
 
     if args.transport == "stdio":
         server.run("stdio")
+        return
+    if args.transport == "sse":
+        uvicorn.Server(
+            uvicorn.Config(
+                server.sse_app(host="127.0.0.1"), host="127.0.0.1", port=args.port,
+                log_level="warning", access_log=False,
+            )
+        ).run()
         return
 
     # Built by hand (rather than server.run("streamable-http")) to pin the host to
