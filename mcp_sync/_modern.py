@@ -53,6 +53,7 @@ META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 
 MAX_INPUT_ROUNDS = 10
 """``input_required`` answers one request may get in a row before the call
@@ -125,6 +126,12 @@ class ModernPath:
             META_CLIENT_INFO: dict(client_info),
         }
         self.version = version
+
+    def use_log_level(self, level: str) -> None:
+        """From now on every request asks for log messages of ``level`` and
+        above (``io.modelcontextprotocol/logLevel``; the era has no
+        ``logging/setLevel``). A new dict, as in :meth:`_use`."""
+        self._meta = {**self._meta, META_LOG_LEVEL: level}
 
     def _use(self, version: str) -> None:
         # A new dict rather than a change in place: a frame being encoded in

@@ -153,6 +153,10 @@ class LogLevelMixin:
         core = self._core
         name = log_level_name(level)
         core.require("logging", "logging/setLevel")
+        if core.modern is not None:
+            # 2026-07-28: no logging/setLevel; the level rides on every request.
+            core.modern.use_log_level(name)
+            return
         timeout_ms, option = request_budget(core.limits, timeout_ms)
         server = core.server
         core.request(

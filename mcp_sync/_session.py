@@ -710,15 +710,25 @@ class _Core:
         modern = self.modern
         if modern is not None:
             # The modern era: its own retries of input_required (answered by
-            # the handlers). Progress and tasks are not followed there yet.
-            result = modern.call_tool(
-                self,
-                name,
-                args,
-                time.monotonic() + seconds(timeout_ms),
-                lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
-                meta=meta or None,
-            )
+            # the handlers). Progress is collected and its callbacks run, in
+            # order, before the call returns; tasks are not used there yet.
+            route = None if on_progress is None else self.inbound.progress.open(on_progress, 0.0, False, 0.0)
+            if route is not None:
+                meta["progressToken"] = route.token
+            try:
+                result = modern.call_tool(
+                    self,
+                    name,
+                    args,
+                    time.monotonic() + seconds(timeout_ms),
+                    lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
+                    meta=meta or None,
+                )
+                if route is not None:
+                    route.run()
+            finally:
+                if route is not None:
+                    self.inbound.progress.close(route)
             outcome = parse_call_result(result, name, any_structured=True)
         elif on_progress is None and task is None and tool.task_support != "required":
             params: dict[str, Any] = {"name": name, "arguments": args}

@@ -200,3 +200,19 @@ def test_progress_token_and_trace_context_share_the_meta(tmp_path: Path) -> None
     call = next(f for f in logged(log) if f.get("method") == "tools/call")
     assert call["params"]["_meta"]["traceparent"] == trace
     assert isinstance(call["params"]["_meta"]["progressToken"], int)
+
+
+def test_the_modern_era_carries_the_log_level_and_delivers_progress(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    seen: list[float] = []
+    with connect_fake("--era", "modern", "--features", "--log", str(log)) as session:
+        assert session.era == "modern"
+        session.set_log_level("error")
+        result = session.call_tool("progress", {"steps": 3}, on_progress=lambda p, t, m: seen.append(p))
+    assert result.content[0]["text"] == "done after 3 steps"
+    assert seen == [1.0, 2.0, 3.0]
+    frames = logged(log)
+    assert "logging/setLevel" not in [f.get("method") for f in frames]  # the era has none
+    call = next(f for f in frames if f.get("method") == "tools/call")
+    assert call["params"]["_meta"]["io.modelcontextprotocol/logLevel"] == "error"
+    assert isinstance(call["params"]["_meta"]["progressToken"], int)
