@@ -466,6 +466,7 @@ class HttpTransport:
         request_id: int | None,
         timeout: float,
         headers: Mapping[str, str] | None = None,
+        hold: float | None = None,
     ) -> bool:
         if self._stopping.is_set():
             return True  # the session is over; its waiters already failed
@@ -478,8 +479,11 @@ class HttpTransport:
             # caller sends next. Replies to server requests come from a worker
             # reading a stream, and are sent from there.
             return self._post_message(frame, deadline, strict=not self._in_worker())
+        # The queue's room is waited for until the caller's deadline; the
+        # reply until the latest it may still be wanted.
+        until = deadline if hold is None else max(deadline, hold)
         try:
-            self._queue.put((request_id, frame, deadline, headers), timeout=timeout)
+            self._queue.put((request_id, frame, until, headers), timeout=timeout)
         except queue.Full:
             return False
         self._ensure_worker()
@@ -1205,9 +1209,12 @@ class HttpTransport:
         deadline: float,
         *,
         headers: Mapping[str, str] | None = None,
+        hold: float | None = None,
     ) -> bool:
-        """Replies come back on each request's own response: just send."""
-        return self.send(frame, request_id, timeout, headers)
+        """Replies come back on each request's own response: just send. With
+        ``hold`` the worker keeps reading the response until then (a deadline
+        progress may extend) rather than until ``timeout``."""
+        return self.send(frame, request_id, timeout, headers, hold)
 
     def lead(self, done: Callable[[], bool], deadline: float) -> None:
         """Workers read the responses: a caller never does."""

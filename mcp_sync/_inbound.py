@@ -59,6 +59,8 @@ class Inbound:
         self.changed = {kind: threading.Event() for kind in _LIST_CHANGED.values()}
         self.auto_refresh = auto_refresh
         self._refresher = Workers(f"{name}-refresh", max_workers=1, backlog=1)
+        # Best-effort requests nobody waits for (a modern tasks/cancel).
+        self.background = Workers(f"{name}-background", max_workers=1, backlog=16)
         # Serialises refreshes of the tool catalog (explicit and automatic).
         self.refresh_lock = threading.Lock()
         self.last_refresh_error: McpError | None = None
@@ -130,4 +132,5 @@ class Inbound:
         self.requests.close(deadline)
         self._events.close(max(0.0, deadline - time.monotonic()))
         self._refresher.close(max(0.0, deadline - time.monotonic()))
+        self.background.close(max(0.0, deadline - time.monotonic()))
 

@@ -4,8 +4,9 @@ Every POST mirrors parts of its JSON-RPC body into headers, so that load
 balancers and gateways can route without parsing the body:
 
 - ``Mcp-Method``: the request's ``method``;
-- ``Mcp-Name``: ``params.name`` (``tools/call``, ``prompts/get``) or
-  ``params.uri`` (``resources/read``);
+- ``Mcp-Name``: ``params.name`` (``tools/call``, ``prompts/get``),
+  ``params.uri`` (``resources/read``) or ``params.taskId`` (the tasks
+  extension's ``tasks/get``, ``tasks/update``, ``tasks/cancel``);
 - ``Mcp-Param-{Name}``: each tool argument whose property schema declares
   ``"x-mcp-header": "{Name}"``.
 
@@ -45,7 +46,16 @@ _PRIMITIVE = ("string", "integer", "boolean")
 # Keywords whose values are data, never schemas: an "x-mcp-header" key inside
 # them is not a declaration.
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
-_NAME_SOURCE = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAME_SOURCE = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # The tasks extension (SEP-2663): routed by task, so a task's requests
+    # reach the instance holding it.
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 Binding = tuple[tuple[str, ...], str]
 """Where an argument lives (the chain of ``properties`` keys) and its header name."""

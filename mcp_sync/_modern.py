@@ -34,7 +34,7 @@ from ._versions import (
 )
 
 if TYPE_CHECKING:
-    from ._session import _Core
+    from ._session import Watch, _Core
 
 __all__ = [
     "MAX_INPUT_REQUESTS",
@@ -43,6 +43,7 @@ __all__ = [
     "META_CLIENT_INFO",
     "META_PROTOCOL_VERSION",
     "META_SERVER_INFO",
+    "TASKS_EXTENSION",
     "ModernPath",
     "NoCommonVersion",
     "refused_versions",
@@ -54,6 +55,8 @@ META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The tasks extension of 2026-07-28 (SEP-2663), declared per request."""
 
 MAX_INPUT_ROUNDS = 10
 """``input_required`` answers one request may get in a row before the call
@@ -66,6 +69,7 @@ MAX_INPUT_REQUESTS = 16
 _INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _COMPLETE = "complete"
 _INPUT_REQUIRED = "input_required"
+_TASK = "task"  # the tasks extension's result type: a task handle instead of the result
 _KNOWN_INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
 
 
@@ -103,7 +107,7 @@ def _remaining(deadline: float) -> float:
 class ModernPath:
     """How one session sends requests in the modern era."""
 
-    __slots__ = ("_meta", "http", "pinned", "server", "tool_headers", "version")
+    __slots__ = ("_meta", "_tasks_meta", "http", "pinned", "server", "tool_headers", "version")
 
     def __init__(
         self,
@@ -126,6 +130,8 @@ class ModernPath:
             META_CLIENT_INFO: dict(client_info),
         }
         self.version = version
+        # _meta with the tasks extension declared too, and the _meta it was made from.
+        self._tasks_meta: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     def use_log_level(self, level: str) -> None:
         """From now on every request asks for log messages of ``level`` and
@@ -153,6 +159,23 @@ class ModernPath:
                 headers.update(param_headers(bindings, arguments))
         return headers
 
+    def _protocol_meta(self, tasks: bool) -> dict[str, Any]:
+        """The protocol's ``_meta`` keys; with ``tasks``, the client
+        capabilities declare the tasks extension too (this request may be
+        answered with a task)."""
+        meta = self._meta
+        if not tasks:
+            return meta
+        cached = self._tasks_meta
+        if cached is not None and cached[0] is meta:
+            return cached[1]
+        capabilities = meta[META_CLIENT_CAPABILITIES]
+        extensions = capabilities.get("extensions")
+        declared = {**(extensions if isinstance(extensions, Mapping) else {}), TASKS_EXTENSION: {}}
+        with_tasks = {**meta, META_CLIENT_CAPABILITIES: {**capabilities, "extensions": declared}}
+        self._tasks_meta = (meta, with_tasks)
+        return with_tasks
+
     def request(
         self,
         core: _Core,
@@ -162,12 +185,18 @@ class ModernPath:
         describe: Callable[[], str],
         *,
         cancellable: bool = True,
+        watch: Watch | None = None,
+        tasks: bool = False,
     ) -> Any:
         """Send one request with ``_meta`` (and headers) and return its result,
         sent once more at a mutual version if the server answers ``-32022``.
+        With a ``watch`` its progress is followed as it comes, until the
+        watch's (movable) deadline rather than ``deadline``; with ``tasks``
+        the request declares the tasks extension.
 
         The result's ``resultType`` has been checked: ``input_required`` comes
-        back only for the methods that may carry it.
+        back only for the methods that may carry it, ``task`` only where the
+        extension was declared.
         """
         retried = False
         while True:
@@ -175,18 +204,20 @@ class ModernPath:
             # The headers first: they may refuse an argument, before any I/O.
             headers = self.headers(method, params)
             extra = params.get("_meta")
-            # The caller's own _meta keys (a traceparent) go along; the
-            # protocol's are this path's.
-            meta = self._meta if extra is None else {**extra, **self._meta}
+            # The caller's own _meta keys (a traceparent, a progress token)
+            # go along; the protocol's are this path's.
+            protocol = self._protocol_meta(tasks)
+            meta = protocol if extra is None else {**extra, **protocol}
             full = {**params, "_meta": meta}
             try:
                 result = core.request(
                     method,
                     full,
-                    _remaining(deadline),
+                    _remaining(deadline if watch is None else watch.deadline),
                     describe,
                     cancellable=cancellable,
                     headers=headers,
+                    watch=watch,
                 )
             except RemoteError as exc:
                 if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
@@ -195,8 +226,25 @@ class ModernPath:
                 self._use(retry)
                 retried = True
                 continue
-            self.result_type(result, method)
+            self.result_type(result, method, tasks=tasks)
             return result
+
+    def ask(
+        self,
+        core: _Core,
+        method: str,
+        params: Mapping[str, Any],
+        deadline: float,
+        describe: Callable[[], str],
+        *,
+        watch: Watch | None = None,
+    ) -> Any:
+        """One request and its final result: where the method may be answered
+        with ``input_required`` (``prompts/get``, ``resources/read``, ...)
+        through :meth:`retrying`, else as it comes."""
+        if method in _INPUT_METHODS:
+            return self.retrying(core, method, params, deadline, describe, watch=watch)
+        return self.request(core, method, params, deadline, describe, watch=watch)
 
     def _version_after_refusal(self, exc: RemoteError, sent: str, retried: bool) -> str:
         supported = refused_versions(exc)
@@ -217,13 +265,21 @@ class ModernPath:
             ) from None
         return mutual
 
-    def result_type(self, result: object, method: str) -> str:
-        """``"complete"`` or ``"input_required"``; anything else is refused."""
+    def result_type(self, result: object, method: str, *, tasks: bool = False) -> str:
+        """``"complete"``, ``"input_required"`` or (when the request declared
+        the tasks extension) ``"task"``; anything else is refused."""
         if not isinstance(result, dict):
             return _COMPLETE  # the caller's own shape check says what is wrong
         kind = result.get("resultType", _COMPLETE)
         if kind is None or kind == _COMPLETE:
             return _COMPLETE
+        if kind == _TASK:
+            if tasks and method == "tools/call":
+                return _TASK
+            raise InvalidResponse(
+                f'server {self.server!r} answered {method} with a task (resultType "task"), '
+                "which this client did not ask for"
+            )
         if kind == _INPUT_REQUIRED:
             if method in _INPUT_METHODS:
                 return _INPUT_REQUIRED
@@ -237,7 +293,50 @@ class ModernPath:
             "does not know"
         )
 
-    # ------------------------------------------------------------ tools/call
+    # ------------------------------------------------------------ input_required
+
+    def subject(self, method: str, params: Mapping[str, Any]) -> str:
+        """What a request is about, for messages: the tool, prompt or resource."""
+        if method == "resources/read":
+            return f"resource {str(params.get('uri'))[:200]!a} on server {self.server!r}"
+        kind = "prompt" if method == "prompts/get" else "tool"
+        return f"{kind} {params.get('name')!a} on server {self.server!r}"
+
+    def retrying(
+        self,
+        core: _Core,
+        method: str,
+        params: Mapping[str, Any],
+        deadline: float,
+        describe: Callable[[], str],
+        *,
+        watch: Watch | None = None,
+        tasks: bool = False,
+    ) -> Any:
+        """``method`` with ``params``, answering ``input_required`` results
+        until the server gives a final one (or, with ``tasks``, a task
+        handle), all within ``deadline`` (the watch's, if there is one). The
+        same loop for every method that may carry ``input_required``."""
+        where = self.subject(method, params)
+        sent: Mapping[str, Any] = params
+        for round_ in range(MAX_INPUT_ROUNDS + 1):
+            if round_ and watch is not None:
+                watch.retry()
+            result = self.request(core, method, sent, deadline, describe, watch=watch, tasks=tasks)
+            if self.result_type(result, method, tasks=tasks) != _INPUT_REQUIRED:
+                return result
+            # Each retry is the original request plus this round's answers and
+            # state: nothing of an earlier round is carried over.
+            retry = dict(params)
+            requests, state = self.input_requests(result, where)
+            if requests is not None:
+                retry["inputResponses"] = self.answer(
+                    core, requests, where, deadline if watch is None else watch.deadline
+                )
+            if state is not None:
+                retry["requestState"] = state
+            sent = retry
+        raise ProtocolError(f"{where} asked for input more than {MAX_INPUT_ROUNDS} times in a row")
 
     def call_tool(
         self,
@@ -248,43 +347,32 @@ class ModernPath:
         describe: Callable[[], str],
         *,
         meta: Mapping[str, Any] | None = None,
+        watch: Watch | None = None,
+        tasks: bool = False,
     ) -> Any:
-        """``tools/call``, answering ``input_required`` results until the
-        server gives a final result, all within ``deadline``. ``meta``: the
-        caller's own ``_meta`` keys, sent with every round."""
-        base: dict[str, Any] = {"name": name, "arguments": arguments}
+        """``tools/call`` through :meth:`retrying`. ``meta``: the caller's own
+        ``_meta`` keys, sent with every round."""
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
         if meta is not None:
-            base["_meta"] = meta
-        params = base
-        for _ in range(MAX_INPUT_ROUNDS + 1):
-            result = self.request(core, "tools/call", params, deadline, describe)
-            if self.result_type(result, "tools/call") == _COMPLETE:
-                return result
-            params = dict(base)
-            requests, state = self._input_required(result, name)
-            if requests is not None:
-                params["inputResponses"] = self._answer(core, requests, name, deadline)
-            if state is not None:
-                params["requestState"] = state
-        raise ProtocolError(
-            f"tool {name!a} on server {self.server!r} asked for input more than "
-            f"{MAX_INPUT_ROUNDS} times in a row"
-        )
+            params["_meta"] = meta
+        return self.retrying(core, "tools/call", params, deadline, describe, watch=watch, tasks=tasks)
 
-    def _input_required(
-        self, result: dict[str, Any], name: str
+    def input_requests(
+        self, result: Mapping[str, Any], where: str, *, state: bool = True
     ) -> tuple[dict[str, dict[str, Any]] | None, str | None]:
-        where = f"tool {name!a} on server {self.server!r}"
+        """The ``inputRequests`` (and ``requestState``) of an ``input_required``
+        result, or of a task waiting for input (``state=False``: a task has
+        no request state, and must ask for something), after their checks."""
         requests = result.get("inputRequests")
-        state = result.get("requestState")
-        if state is not None and not isinstance(state, str):
+        request_state = result.get("requestState") if state else None
+        if request_state is not None and not isinstance(request_state, str):
             raise InvalidResponse(f"{where} sent a requestState that is not a string")
         if requests is None:
-            if state is None:
+            if request_state is None:
                 raise InvalidResponse(
                     f"{where} answered input_required with neither inputRequests nor requestState"
                 )
-            return None, state
+            return None, request_state
         if not isinstance(requests, dict):
             raise InvalidResponse(f"{where} sent inputRequests that is not an object")
         if len(requests) > MAX_INPUT_REQUESTS:
@@ -298,15 +386,17 @@ class ModernPath:
                 and isinstance(request.get("params", {}), (dict, type(None)))
             ):
                 raise InvalidResponse(f"{where} sent an input request without a method")
-        return requests, state
+        return requests, request_state
 
-    def _answer(
+    def answer(
         self,
         core: _Core,
-        requests: dict[str, dict[str, Any]],
-        name: str,
+        requests: Mapping[str, Mapping[str, Any]],
+        where: str,
         deadline: float,
     ) -> dict[str, Any]:
+        """The client's answers to ``requests``, keyed like them: each made by
+        the session's handlers (``_Core.answer_input_request``) by ``deadline``."""
         answers: dict[str, Any] = {}
         for key, request in requests.items():
             try:
@@ -316,9 +406,8 @@ class ModernPath:
             except InputRequired:
                 asked = tuple(str(r["method"]) for r in requests.values())
                 raise InputRequired(
-                    f"tool {name!a} on server {self.server!r} needs input this client "
-                    f"cannot give: {', '.join(_shown_method(m) for m in asked)} "
-                    "(no handler answers it)",
+                    f"{where} needs input this client cannot give: "
+                    f"{', '.join(_shown_method(m) for m in asked)} (no handler answers it)",
                     asked,
                 ) from None
         return answers

@@ -109,16 +109,36 @@ class ProgressRoute:
             if self._callback is not None:
                 self._callback(*event)
 
-    def follow(
-        self, entry: _Watched, transport: Transport, frame: bytes, request_id: int, timeout: float
+    def retry(self) -> None:
+        """A new request of the same call begins (a retry after
+        ``input_required``): its progress counts from scratch."""
+        with self._cond:
+            self._last = -math.inf
+
+    def follow(  # noqa: PLR0917
+        self,
+        entry: _Watched,
+        transport: Transport,
+        frame: bytes,
+        request_id: int,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
     ) -> bool:
         """Send ``frame`` and wait for its reply, running callbacks as they
-        come, until the (movable) deadline. False: the deadline came first."""
+        come, until the (movable) deadline. False: the deadline came first.
+        ``headers``: the request's own MCP headers (modern era, HTTP only)."""
 
         def ready() -> bool:
             return entry.done() or bool(self._events)
 
-        if not transport.exchange(frame, request_id, timeout, ready, self.deadline):
+        extra: dict[str, Any] = {}
+        if headers is not None:
+            extra["headers"] = headers
+        if self._extends and self.hard_deadline > self.deadline:
+            # A transport reading on its own threads must keep reading past
+            # the first deadline, up to the furthest progress may move it.
+            extra["hold"] = self.hard_deadline
+        if not transport.exchange(frame, request_id, timeout, ready, self.deadline, **extra):
             return False
         while True:
             self.run()
@@ -220,7 +240,8 @@ def call_tool_watched(
     task: bool | None,
 ) -> CallToolResult:
     """``tools/call`` with progress, as a task, or both (``_Core.call_tool``'s
-    slow path)."""
+    slow path), in either era: the same route follows the call's progress
+    as it comes and holds its (movable) deadline."""
     from ._tasks import call_as_task, use_task
 
     if not (on_progress is None or callable(cast(object, on_progress))):
@@ -242,6 +263,8 @@ def call_tool_watched(
     routes = core.inbound.progress
     route = routes.open(on_progress, timeout, extends, time.monotonic() + seconds(hard_ms))
     try:
+        if core.modern is not None:
+            return _call_modern(core, tool, arguments, route, describe, meta, on_progress is not None, as_task)
         if as_task:
             return call_as_task(core, tool, arguments, route, describe, meta=meta)
         params: dict[str, Any] = {"name": name, "arguments": arguments}
@@ -253,3 +276,33 @@ def call_tool_watched(
         return parse_call_result(result, name)
     finally:
         routes.close(route)
+
+
+def _call_modern(  # noqa: PLR0917
+    core: _Core,
+    tool: Tool,
+    arguments: Any,
+    route: ProgressRoute,
+    describe: Callable[[], str],
+    meta: dict[str, Any],
+    progress: bool,
+    tasks: bool,
+) -> CallToolResult:
+    """The modern era: ``tools/call`` through the ``input_required`` loop,
+    its progress followed as it comes; declaring the tasks extension, a task
+    handle is followed to its result."""
+    from ._tasks import follow_task
+
+    modern = core.modern
+    assert modern is not None
+    if progress:
+        meta = {**meta, "progressToken": route.token}
+    # Watched only with a token: without one no progress can come, and the
+    # route just holds the deadline.
+    result = modern.call_tool(
+        core, tool.name, arguments, route.deadline, describe,
+        meta=meta or None, watch=route if progress else None, tasks=tasks,
+    )  # fmt: skip
+    if tasks and result.get("resultType") == "task":
+        result = follow_task(core, modern, tool.name, result, route, describe)
+    return parse_call_result(result, tool.name, any_structured=True)

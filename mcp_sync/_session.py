@@ -46,6 +46,7 @@ from ._redact import DiagnosticEvent, Diagnostics, Redacted
 from ._refresh import CatalogMixin
 from ._resources import ResourcesMixin
 from ._serverlog import LogLevelMixin
+from ._tasks import offers_task_extension
 from ._validate import check_structured_output
 from ._versions import HANDSHAKE_PROTOCOL_VERSIONS, MODERN, SUPPORTED_PROTOCOL_VERSIONS
 
@@ -129,10 +130,14 @@ class Transport(Protocol):
         deadline: float,
         *,
         headers: Mapping[str, str] | None = None,
+        hold: float | None = None,
     ) -> bool:
         """``send`` a request frame; then optionally read replies in the calling
         thread until ``done()`` or ``deadline`` (returning at once is allowed).
-        ``headers``: the request's own MCP headers (modern era, HTTP only)."""
+        ``headers``: the request's own MCP headers (modern era, HTTP only).
+        ``hold``: a later deadline the reply may still be awaited until (one
+        progress may extend): a transport that reads replies on its own
+        threads keeps reading that long."""
 
     def shutdown(self, wait: bool) -> None:
         """Tear down (idempotent). ``wait``: block until a teardown already
@@ -216,8 +221,17 @@ class Watch(Protocol):
 
     def wake(self) -> None: ...
 
-    def follow(
-        self, entry: _Watched, transport: Transport, frame: bytes, request_id: int, timeout: float
+    def retry(self) -> None:
+        """The same call sends a new request (a retry after ``input_required``)."""
+
+    def follow(  # noqa: PLR0917
+        self,
+        entry: _Watched,
+        transport: Transport,
+        frame: bytes,
+        request_id: int,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
     ) -> bool: ...
 
 
@@ -248,8 +262,7 @@ class _Watched(_Pending):
         deadline: float,
         headers: Mapping[str, str] | None = None,
     ) -> bool:
-        # Watched requests are handshake-era requests (see _Core.ask): no headers.
-        return self.watch.follow(self, transport, frame, request_id, timeout)
+        return self.watch.follow(self, transport, frame, request_id, timeout, headers)
 
 
 class _Core:
@@ -633,12 +646,13 @@ class _Core:
         *,
         watch: Watch | None = None,
     ) -> Any:
-        """A request the way the session's era sends it: with ``_meta`` (and
-        headers) in the modern era, where a ``watch`` is not followed."""
+        """A request the way the session's era sends it: in the modern era
+        with ``_meta`` (and headers), ``input_required`` answered by the
+        handlers where the method may carry it."""
         modern = self.modern
         if modern is None:
             return self.request(method, params, timeout, describe, watch=watch)
-        return modern.request(self, method, params, time.monotonic() + timeout, describe)
+        return modern.ask(self, method, params, time.monotonic() + timeout, describe, watch=watch)
 
     def walk(
         self,
@@ -708,29 +722,20 @@ class _Core:
         if traceparent is not None:  # W3C trace context, in the request's _meta
             meta["traceparent"] = _log.check_traceparent(traceparent)
         modern = self.modern
-        if modern is not None:
-            # The modern era: its own retries of input_required (answered by
-            # the handlers). Progress is collected and its callbacks run, in
-            # order, before the call returns; tasks are not used there yet.
-            route = None if on_progress is None else self.inbound.progress.open(on_progress, 0.0, False, 0.0)
-            if route is not None:
-                meta["progressToken"] = route.token
-            try:
-                result = modern.call_tool(
-                    self,
-                    name,
-                    args,
-                    time.monotonic() + seconds(timeout_ms),
-                    lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
-                    meta=meta or None,
-                )
-                if route is not None:
-                    route.run()
-            finally:
-                if route is not None:
-                    self.inbound.progress.close(route)
+        plain = on_progress is None and task is None
+        if modern is not None and plain and not offers_task_extension(self.server_capabilities):
+            # The modern era, nothing to follow: input_required is answered by
+            # the handlers in ModernPath's own loop.
+            result = modern.call_tool(
+                self,
+                name,
+                args,
+                time.monotonic() + seconds(timeout_ms),
+                lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
+                meta=meta or None,
+            )
             outcome = parse_call_result(result, name, any_structured=True)
-        elif on_progress is None and task is None and tool.task_support != "required":
+        elif modern is None and plain and tool.task_support != "required":
             params: dict[str, Any] = {"name": name, "arguments": args}
             if meta:
                 params["_meta"] = meta

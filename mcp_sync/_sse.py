@@ -256,6 +256,7 @@ class SseTransport:
         deadline: float,
         *,
         headers: Mapping[str, str] | None = None,
+        hold: float | None = None,
     ) -> bool:
         """Replies come back on the event stream: just send."""
         return self.send(frame, request_id, timeout)

@@ -407,10 +407,12 @@ class StdioTransport:
         deadline: float,
         *,
         headers: Mapping[str, str] | None = None,
+        hold: float | None = None,
     ) -> bool:
         """Send a request and, if nobody else is reading, read until ``done()``
         or ``deadline``. False if the frame could not be queued in time.
-        (``headers`` are for HTTP; stdio carries everything in the frame.)
+        (``headers`` and ``hold`` are for HTTP; stdio carries everything in
+        the frame, and its reader thread reads for as long as the session lasts.)
 
         The read token is taken and stdout disarmed *before* the write: a
         server that answers at once (on one CPU it runs the moment it is

@@ -1,5 +1,7 @@
-"""Tasks (2025-11-25, experimental): a tool call the server runs in the
-background while the client polls.
+"""Tasks: a tool call the server runs in the background while the client
+polls, in both eras.
+
+The handshake era (2025-11-25, experimental):
 
 ``call_tool`` calls a tool whose ``execution.taskSupport`` is ``"required"``
 as a task, transparently, when the server declares
@@ -14,10 +16,24 @@ effort) before the error is raised.
 While a task waits for input (``input_required``), ``tasks/result`` is asked
 at once: the server then sends its requests (elicitation...), which the
 session's handlers answer on the library's threads.
+
+The modern era (2026-07-28) moved tasks to an extension,
+``io.modelcontextprotocol/tasks`` (SEP-2663), which a server advertises in
+``server/discover``. Its client declares the extension on each request that
+may get a task, and the *server* decides, call by call, whether to answer
+with a task handle (``resultType: "task"``) or with the result. So when the
+server advertises the extension every ``tools/call`` declares it (unless
+``task=False``), and a task handle is followed transparently
+(:func:`follow_task`): ``tasks/get`` at the server's ``pollIntervalMs`` until
+the task carries its result (or error); questions it asks
+(``inputRequests``) are answered by the same handlers as ``input_required``
+results and sent back with ``tasks/update``; on timeout or interrupt
+``tasks/cancel`` is sent from a library thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -25,13 +41,25 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._catalog import CallToolResult, Tool, parse_call_result
-from ._errors import InvalidResponse, ProtocolError, Timeout
+from ._errors import InvalidResponse, McpError, ProtocolError, RemoteError, Timeout
+from ._modern import MAX_INPUT_ROUNDS, TASKS_EXTENSION
+from ._redact import Redacted
 
 if TYPE_CHECKING:
+    from ._modern import ModernPath
     from ._progress import ProgressRoute
     from ._session import _Core
 
-__all__ = ["MAX_POLL_INTERVAL", "MIN_POLL_INTERVAL", "TaskStatus", "call_as_task", "use_task"]
+__all__ = [
+    "CANCEL_TIMEOUT",
+    "MAX_POLL_INTERVAL",
+    "MIN_POLL_INTERVAL",
+    "TaskStatus",
+    "call_as_task",
+    "follow_task",
+    "offers_task_extension",
+    "use_task",
+]
 
 MIN_POLL_INTERVAL = 0.05
 """A floor under the server's ``pollInterval``, so ``0`` cannot make us spin."""
@@ -42,6 +70,11 @@ DEFAULT_POLL_INTERVAL = 1.0
 TTL_SLACK_MS = 60_000
 """Asked-for task lifetime beyond the caller's deadline, so the result is still there to fetch."""
 MAX_TASK_ID = 1024
+CANCEL_TIMEOUT = 5.0
+"""Seconds a modern ``tasks/cancel`` (sent from a library thread) may take."""
+CANCELLED_BY_SERVER = -32603
+"""The ``RemoteError`` code for a task the server cancelled on its own: it
+carries no JSON-RPC error, and this is the closest code (internal error)."""
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 STATUSES = TERMINAL | {"working", "input_required"}
@@ -58,12 +91,19 @@ class TaskStatus:
 
 
 def use_task(core: _Core, tool: Tool, task: bool | None) -> bool:
-    """Whether this call goes as a task: a ``required`` tool always (when the
-    server can take tasks at all), an ``optional`` one when asked."""
+    """Whether this call goes as a task. Handshake era: a ``required`` tool
+    always (when the server can take tasks at all), an ``optional`` one when
+    asked. Modern era: whether the call declares the tasks extension (the
+    server then decides): always when the server advertises it, unless
+    ``task=False``."""
     support = tool.task_support
-    server_takes_tasks = _server_takes_tool_tasks(core.server_capabilities)
+    modern = core.modern is not None
+    if modern:
+        server_takes_tasks = offers_task_extension(core.server_capabilities)
+    else:
+        server_takes_tasks = _server_takes_tool_tasks(core.server_capabilities)
     if task is None:
-        return support == "required" and server_takes_tasks
+        return server_takes_tasks and (modern or support == "required")
     if task is True:
         if support == "forbidden" or not server_takes_tasks:
             raise ProtocolError(
@@ -88,14 +128,21 @@ def _server_takes_tool_tasks(capabilities: Mapping[str, Any]) -> bool:
     return isinstance(tools, Mapping) and isinstance(tools.get("call"), Mapping)
 
 
+def offers_task_extension(capabilities: Mapping[str, Any]) -> bool:
+    """Whether a modern server advertised the tasks extension."""
+    extensions = capabilities.get("extensions")
+    return isinstance(extensions, Mapping) and isinstance(extensions.get(TASKS_EXTENSION), Mapping)
+
+
 def _server_cancels(capabilities: Mapping[str, Any]) -> bool:
     tasks = capabilities.get("tasks")
     return isinstance(tasks, Mapping) and isinstance(tasks.get("cancel"), Mapping)
 
 
-def parse_task(value: object, where: str) -> TaskStatus:
+def parse_task(value: object, where: str, *, interval_key: str = "pollInterval") -> TaskStatus:
     """A ``Task`` object (the ``task`` of a creation result, or a ``tasks/get``
-    result) after its checks."""
+    result; in the modern era the handle itself, whose poll interval is
+    ``pollIntervalMs``) after its checks."""
     if not isinstance(value, dict):
         raise InvalidResponse(f"{where} is not a task object")
     task_id = value.get("taskId")
@@ -105,7 +152,7 @@ def parse_task(value: object, where: str) -> TaskStatus:
     if status not in STATUSES:
         raise InvalidResponse(f"{where} has an unknown task status")
     message = value.get("statusMessage")
-    interval = value.get("pollInterval")
+    interval = value.get(interval_key)
     poll = DEFAULT_POLL_INTERVAL
     if isinstance(interval, (int, float)) and not isinstance(interval, bool):
         poll = interval / 1000.0 if math.isfinite(interval) and interval >= 0 else poll
@@ -167,3 +214,104 @@ def call_as_task(
             core.send_and_forget("tasks/cancel", {"taskId": task.task_id})
         raise
 
+
+
+# --------------------------------------------------------------------- 2026-07-28
+
+
+def follow_task(  # noqa: PLR0917
+    core: _Core,
+    modern: ModernPath,
+    name: str,
+    created: dict[str, Any],
+    route: ProgressRoute,
+    describe: Callable[[], str],
+) -> dict[str, Any]:
+    """Follow the task a modern server answered ``tools/call`` with, to the
+    result it carries (what ``tools/call`` would have returned): ``tasks/get``
+    at its poll interval within the caller's deadline, its questions answered
+    by the handlers and sent with ``tasks/update``; cancelled (from a library
+    thread) if the caller times out or is interrupted first."""
+    where = f"server {core.server!r}"
+    subject = f"tool {name!a} on server {core.server!r}"
+    detail = created
+    task = parse_task(detail, f"{where}'s task for tool {name!a}", interval_key="pollIntervalMs")
+
+    def remaining() -> float:
+        left = route.deadline - time.monotonic()
+        if left <= 0:
+            raise Timeout(f"{describe()} missed its deadline")
+        return left
+
+    answered: set[str] = set()  # keys of the task's questions answered so far
+    updates = 0
+    try:
+        while True:
+            if task.status == "completed":
+                result = detail.get("result")
+                if not isinstance(result, dict):
+                    raise InvalidResponse(f"{where} completed the task of tool {name!a} without a result object")
+                return result
+            if task.status == "failed":
+                raise _task_failed(detail.get("error"), where, name)
+            if task.status == "cancelled":
+                raise RemoteError(
+                    f"{where} cancelled the task of tool {name!a} before it finished",
+                    CANCELLED_BY_SERVER,
+                    Redacted({"message": task.status_message, "data": None}),
+                )
+            if task.status == "input_required":
+                requests, _ = modern.input_requests(detail, subject, state=False)
+                # A question stays listed until the server has taken its
+                # answer in: each is answered once.
+                fresh = {key: request for key, request in (requests or {}).items() if key not in answered}
+                if fresh:
+                    updates += 1
+                    if updates > MAX_INPUT_ROUNDS:
+                        raise ProtocolError(
+                            f"the task of {subject} asked for input more than {MAX_INPUT_ROUNDS} times"
+                        )
+                    answers = modern.answer(core, fresh, subject, route.deadline)
+                    remaining()
+                    modern.request(
+                        core, "tasks/update", {"taskId": task.task_id, "inputResponses": answers},
+                        route.deadline, describe, watch=route, tasks=True,
+                    )  # fmt: skip
+                    answered.update(fresh)
+            route.pause(min(task.poll_interval, remaining()), core.ended)
+            remaining()
+            got = modern.request(
+                core, "tasks/get", {"taskId": task.task_id}, route.deadline, describe, watch=route, tasks=True
+            )
+            polled = parse_task(got, f"{where}'s tasks/get result for tool {name!a}", interval_key="pollIntervalMs")
+            if polled.task_id != task.task_id:
+                raise InvalidResponse(f"{where} answered tasks/get about another task")
+            task, detail = polled, got
+    except BaseException:
+        if task.status not in TERMINAL:
+            _cancel_later(core, modern, task.task_id, describe)
+        raise
+
+
+def _task_failed(error: object, where: str, name: str) -> McpError:
+    if not (isinstance(error, dict) and type(error.get("code")) is int):
+        return InvalidResponse(f"{where} failed the task of tool {name!a} without a JSON-RPC error object")
+    code: int = error["code"]
+    return RemoteError(
+        f"{where} failed the task of tool {name!a} with JSON-RPC error {code}",
+        code,
+        Redacted({"message": error.get("message"), "data": error.get("data")}),
+    )
+
+
+def _cancel_later(core: _Core, modern: ModernPath, task_id: str, describe: Callable[[], str]) -> None:
+    """``tasks/cancel``, best effort, from a library thread: the caller's
+    deadline (or interrupt) is not held up by it, and its answer is dropped."""
+
+    def cancel() -> None:
+        with contextlib.suppress(McpError):
+            modern.request(
+                core, "tasks/cancel", {"taskId": task_id}, time.monotonic() + CANCEL_TIMEOUT, describe, tasks=True
+            )
+
+    core.inbound.background.submit(cancel)

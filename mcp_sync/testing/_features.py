@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -38,7 +39,8 @@ FEATURE_TOOLS: list[dict[str, Any]] = [
     {"name": name, "description": text, "inputSchema": _ANY, **extra}
     for name, text, extra in (
         ("progress", "Report `steps` progress notifications `ms` apart, then answer. `foreign`: also "
-         "report progress for tokens it was not given; `repeat`: also repeat a value.", {}),
+         "report progress for tokens it was not given; `repeat`: also repeat a value; `gate`: a "
+         "path that must exist before it goes on after the first step.", {}),
         ("log", "Send `count` log messages (`level`, `data`, `logger`), then answer.", {}),
         ("elicit", "Send elicitation/create with `params` and return the client's reply.", {}),
         ("sample", "Send sampling/createMessage with `params` and return the client's reply.", {}),
@@ -206,7 +208,7 @@ class Features:
             result["_meta"] = {"io.modelcontextprotocol/related-task": {"taskId": task.task_id}}
             self.server.reply(rid, result)
 
-        threading.Thread(target=wait, daemon=True).start()
+        self.spawn(wait)
 
     def tasks_cancel(self, rid: object, params: dict[str, Any]) -> None:
         task = self.tasks.get(str(params.get("taskId")))
@@ -268,14 +270,30 @@ class Features:
         }.get(name)  # type: ignore[call-overload]
         if work is None:
             return False
-        threading.Thread(target=work, args=(rid, args, params), daemon=True).start()
+        self.spawn(work, rid, args, params)
         return True
+
+    def spawn(self, work: Any, *args: Any) -> None:
+        """Run ``work`` on a thread of its own, so that calls multiplex; over
+        HTTP on the request's own thread, which writes its response."""
+        if self.server.inline:
+            work(*args)
+        else:
+            threading.Thread(target=work, args=args, daemon=True).start()
 
     def progress(self, rid: object, args: dict[str, Any], params: dict[str, Any]) -> None:
         token = (params.get("_meta") or {}).get("progressToken")
         steps = int(args.get("steps", 3))
+        gate = args.get("gate")
         for step in range(1, steps + 1):
             time.sleep(int(args.get("ms", 0)) / 1000)
+            if step == 2 and gate:
+                # Going on needs the client to have seen step 1 already (its
+                # callback opens the gate): progress that reached it only
+                # with the result would never come.
+                until = time.monotonic() + 30
+                while not os.path.exists(str(gate)) and time.monotonic() < until:
+                    time.sleep(0.01)
             if args.get("foreign"):
                 for other in ("not-yours", 987654321):
                     self.notify_progress(other, step, steps, "foreign")

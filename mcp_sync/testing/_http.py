@@ -4,7 +4,8 @@ The same server, tools and misbehaviours as over stdio, on ``127.0.0.1``
 (``--port``, default any free one); the URL (``http://127.0.0.1:PORT/mcp``)
 is the first line printed. Stateless in both eras: no session ids, ``GET``
 and ``DELETE`` get 405. Each POST is answered with JSON, or with an event
-stream when notifications come before the reply.
+stream when notifications or requests of the server's come before the reply
+(sent as they are written, so a client sees progress while it waits).
 
 In the modern era each POST must carry the revision's headers, checked
 against its body as a server must (2026-07-28, "Server Validation"):
@@ -37,24 +38,58 @@ _SENTINEL = re.compile(r"=\?base64\?(.*)\?=\Z", re.DOTALL)
 _BAD_REQUEST = {-32022, -32602, -32020, -32600, -32700}
 
 
+class _Exchange:
+    """What the fake writes while it serves one POST. Frames are held until
+    the reply comes (then the handler answers with JSON, or an event stream
+    with what came before it); a notification or a request of the server's
+    that comes first starts the event stream at once, and every later frame
+    is sent as it is written, as a real server's would be."""
+
+    def __init__(self, handler: _Handler, request_id: object) -> None:
+        self.handler = handler
+        self.request_id = request_id
+        self.frames: list[bytes] = []
+        self.streaming = False
+
+    def add(self, frame: bytes) -> None:
+        if self.streaming:
+            self.handler.chunk(_event(frame))
+            return
+        self.frames.append(frame)
+        try:
+            message = json.loads(frame)
+        except ValueError:
+            return  # a raw --answer line: sent as it is, with the rest
+        if isinstance(message, dict) and "method" in message and self.request_id is not None:
+            self.streaming = True
+            self.handler.start_stream()
+            for held in self.frames:
+                self.handler.chunk(_event(held))
+            self.frames = []
+
+
+def _event(frame: bytes) -> bytes:
+    return b"event: message\ndata: " + frame + b"\n\n"
+
+
 class _PerThreadOut:
-    """The fake's output, collected per request thread."""
+    """The fake's output, routed to the exchange its request thread serves."""
 
     def __init__(self) -> None:
         self.local = threading.local()
 
-    def begin(self) -> None:
-        self.local.frames = []
+    def begin(self, exchange: _Exchange) -> None:
+        self.local.exchange = exchange
 
-    def take(self) -> list[bytes]:
-        frames: list[bytes] = self.local.frames
-        self.local.frames = []
-        return frames
+    def end(self) -> None:
+        self.local.exchange = None
 
     def write(self, data: bytes) -> int:
-        frames = getattr(self.local, "frames", None)
-        if frames is not None:
-            frames.extend(line for line in data.split(b"\n") if line.strip())
+        exchange = getattr(self.local, "exchange", None)
+        if exchange is not None:
+            for line in data.split(b"\n"):
+                if line.strip():
+                    exchange.add(line)
         return len(data)
 
     def flush(self) -> None:
@@ -124,11 +159,18 @@ class _Handler(BaseHTTPRequestHandler):
                                  "error": {"code": -32020, "message": f"Header mismatch: {mismatch}"}})
                 return
         out = self.server.out
-        out.begin()
-        fake.handle_line(body)
-        frames = out.take()
-        if "id" not in message:
-            self._send(202, b"")
+        exchange = _Exchange(self, message.get("id"))
+        out.begin(exchange)
+        try:
+            fake.handle_line(body)
+        finally:
+            out.end()
+        if exchange.streaming:
+            self.chunk(b"")  # the last chunk: the stream ends after the reply
+            return
+        frames = exchange.frames
+        if "id" not in message or "method" not in message:
+            self._send(202, b"")  # a notification, or the client's reply to a request of ours
             return
         replies = [json.loads(frame) for frame in frames]
         final = next((r for r in replies if "method" not in r and r.get("id") == message["id"]), None)
@@ -186,6 +228,18 @@ class _Handler(BaseHTTPRequestHandler):
         record = {"method": message.get("method"), "headers": wanted}
         with self.server.log_lock, open(path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
+
+    def start_stream(self) -> None:
+        """Answer 200 with an event stream whose events are sent as they come."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def chunk(self, data: bytes) -> None:
+        """One chunk of the stream (an empty one ends it)."""
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
 
     def _json(self, status: int, message: dict[str, Any]) -> None:
         self._send(status, json.dumps(message).encode())
