@@ -138,7 +138,10 @@ def test_auto_negotiates_the_modern_era(tmp_path: Path, era: str) -> None:
         meta = frame["params"]["_meta"]
         assert set(meta) == META_KEYS
         assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
-        assert meta["io.modelcontextprotocol/clientCapabilities"] == {}
+        # The fake advertises the tasks extension: a tool call declares it
+        # (the server may then answer with a task), nothing else does.
+        declared = {"extensions": {"io.modelcontextprotocol/tasks": {}}} if frame["method"] == "tools/call" else {}
+        assert meta["io.modelcontextprotocol/clientCapabilities"] == declared
         assert meta["io.modelcontextprotocol/clientInfo"] == dict(mcp_sync.CLIENT_INFO)
 
 

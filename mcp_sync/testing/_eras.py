@@ -17,7 +17,19 @@ refused with ``-32022`` listing the very version it asked for),
 ``--modern-versions V,...`` (what the server lists), ``--refuse-first`` (the
 first request gets ``-32022`` anyway), and the tools added by
 ``--input-tools`` (``ask_input``, ``state_only``, ``input_loop``,
-``bad_input``), which answer with ``input_required``.
+``bad_input``), which answer with ``input_required`` -- as do, with that
+option, ``prompts/get`` of ``ask_prompt`` and ``resources/read`` of
+``fake://input/ask`` (an elicitation first; a requestState that comes back
+changed is refused with ``-32602``).
+
+Tasks in the modern era are the 2026-07-28 extension (SEP-2663):
+``server/discover`` advertises ``io.modelcontextprotocol/tasks`` instead of
+the ``tasks`` capability; a ``tools/call`` that declares the extension may
+be answered with a task handle (``resultType: "task"``), one that does not
+gets ``-32021`` for a tool that must run as a task; ``tasks/get`` carries the
+result, error or questions inline, ``tasks/update`` takes the answers,
+``tasks/cancel`` acknowledges, ``tasks/result`` and ``tasks/list`` are
+``-32601`` (see ``_features.py``).
 """
 
 from __future__ import annotations
@@ -29,11 +41,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._server import FakeServer
 
-__all__ = ["INPUT_TOOLS", "REQUEST_STATE", "EraGate", "add_options"]
+__all__ = ["INPUT_TOOLS", "REQUEST_STATE", "TASKS_EXTENSION", "EraGate", "add_options", "declares_tasks"]
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 SERVER_INFO = {"name": "mcp-sync-fake", "version": "1.0"}
 
 # Opaque to the client, and built to catch one that is not: it looks like JSON,
@@ -65,6 +78,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                              "versions it does support)")
     parser.add_argument("--input-tools", action="store_true",
                         help="also list ask_input, state_only, input_loop, bad_input")
+
+
+def declares_tasks(params: object) -> bool:
+    """Whether a modern request declares the tasks extension in its client capabilities."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    capabilities = meta.get(META_CAPABILITIES) if isinstance(meta, dict) else None
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
 def has_modern_meta(params: object) -> bool:
@@ -132,20 +153,47 @@ class EraGate:
             server.reply(rid, {
                 "resultType": "complete",
                 "supportedVersions": self.versions,
-                "capabilities": server.capabilities(),
+                "capabilities": self.capabilities(),
                 "_meta": {META_SERVER_INFO: SERVER_INFO},
                 "ttlMs": 0,
                 "cacheScope": "private",
             })
             return True
-        if method == "ping":
-            server.error(rid, -32601, "Method not found")
+        if method in ("ping", "tasks/result", "tasks/list"):
+            server.error(rid, -32601, "Method not found")  # not in this revision (nor its tasks extension)
+            return True
+        if method.startswith("tasks/") and not declares_tasks(params):
+            self.missing_tasks_capability(rid)
             return True
         if method == "tools/call" and self.input_tool(rid, params):
+            return True
+        if method in ("prompts/get", "resources/read") and self.server.opt.input_tools and self.input_read(
+            rid, method, params
+        ):
             return True
         with self.lock:
             self.modern_ids.add(rid)
         return False  # tools/list, tools/call, the rest: the shared code, stamped
+
+    def capabilities(self) -> Any:
+        """What ``server/discover`` offers: the handshake era's capabilities,
+        with tasks as the 2026-07-28 extension instead of the old slot."""
+        offered = self.server.capabilities()
+        if self.server.opt.capabilities is not None or not isinstance(offered, dict) or "tasks" not in offered:
+            return offered
+        modern = {key: value for key, value in offered.items() if key != "tasks"}
+        modern["extensions"] = {TASKS_EXTENSION: {}}
+        return modern
+
+    def modern(self, rid: object) -> bool:
+        """Whether request ``rid`` is being served in the modern era."""
+        with self.lock:
+            return rid in self.modern_ids
+
+    def missing_tasks_capability(self, rid: object) -> None:
+        self.server.send({"jsonrpc": "2.0", "id": rid, "error": {
+            "code": -32021, "message": "Missing required client capability",
+            "data": {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}}})
 
     def refuse(self, rid: object, requested: str, supported: list[str] | None = None) -> None:
         self.server.send({"jsonrpc": "2.0", "id": rid, "error": {
@@ -171,6 +219,36 @@ class EraGate:
         return stamped
 
     # ------------------------------------------------------------ input_required
+
+    def input_read(self, rid: object, method: str, params: dict[str, Any]) -> bool:
+        """``prompts/get`` of ``ask_prompt`` and ``resources/read`` of
+        ``fake://input/ask``: one elicitation (with the tricky state) first,
+        then the prompt or the resource, naming the answer."""
+        if method == "prompts/get" and params.get("name") != "ask_prompt":
+            return False
+        if method == "resources/read" and params.get("uri") != "fake://input/ask":
+            return False
+        responses = params.get("inputResponses")
+        state = params.get("requestState")
+        if responses is None and state is None:
+            self.server.reply(rid, {"resultType": "input_required", "requestState": REQUEST_STATE, "inputRequests": {
+                "who": {"method": "elicitation/create", "params": {
+                    "message": "Who is asking?",
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}})
+            return True
+        if state != REQUEST_STATE:
+            self.server.error(rid, -32602, "request state was tampered with")
+            return True
+        answer = (responses or {}).get("who") or {}
+        name = str((answer.get("content") or {}).get("name", "nobody"))
+        if method == "prompts/get":
+            result: dict[str, Any] = {"description": "asked", "messages": [
+                {"role": "user", "content": {"type": "text", "text": f"Hello, {name}."}}]}
+        else:
+            result = {"contents": [{"uri": "fake://input/ask", "mimeType": "text/plain", "text": f"for {name}"}],
+                      "ttlMs": 0, "cacheScope": "private"}
+        self.server.reply(rid, {"resultType": "complete", **result})
+        return True
 
     def input_tool(self, rid: object, params: dict[str, Any]) -> bool:
         name = params.get("name")

@@ -19,6 +19,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from ._eras import declares_tasks
+
 if TYPE_CHECKING:
     from ._server import FakeServer
 
@@ -47,7 +49,9 @@ FEATURE_TOOLS: list[dict[str, Any]] = [
         ("roots", "Send roots/list and return the client's reply.", {}),
         ("storm", "Add `add` tools (and a badly named one if `bad`), send `count` list_changed "
          "notifications of `kind`, then answer.", {}),
-        ("research", "A task: finish after `ms` (poll interval `poll`); `ask`: elicit first.",
+        ("research", "A task: finish after `ms` (poll interval `poll`); `ask`: elicit first. In the "
+         "modern era also: `ask: \"always\"` asks again after every answer, `lag` keeps an answered "
+         "question listed for one more poll, `fail` and `cancel` end it so.",
          {"execution": {"taskSupport": "required"}}),
         ("maybe_task", "A tool that may be called as a task or not.",
          {"execution": {"taskSupport": "optional"}}),
@@ -79,9 +83,40 @@ class _Task:
         self.status = "working"
         self.poll = poll
         self.result: Any = None
+        self.error: dict[str, Any] | None = None
         self.done = threading.Event()
-        self.ask = False
+        self.ask: object = False
         self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        # The modern era's questions: key -> request, and how many were asked.
+        self.questions: dict[str, Any] = {}
+        self.asked = 0
+        self.lag = False
+
+    def question(self) -> None:
+        self.asked += 1
+        self.questions[f"pick-{self.asked}"] = {"method": "elicitation/create", "params": {
+            "message": "Which one?",
+            "requestedSchema": {"type": "object", "properties": {"pick": {"type": "string", "default": "a"}}}}}
+        self.status = "input_required"
+
+    def modern_view(self) -> dict[str, Any]:
+        """The 2026-07-28 DetailedTask: what it carries depends on its status."""
+        out: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": self.created,
+            "lastUpdatedAt": self.created,
+            "ttlMs": 60000,
+        }
+        if self.poll is not None:
+            out["pollIntervalMs"] = self.poll
+        if self.status == "completed":
+            out["result"] = self.result
+        elif self.status == "failed":
+            out["error"] = self.error
+        elif self.status == "input_required":
+            out["inputRequests"] = dict(self.questions)
+        return out
 
     def view(self) -> dict[str, Any]:
         out = {
@@ -120,6 +155,7 @@ class Features:
             "tasks/get": self.tasks_get,
             "tasks/result": self.tasks_result,
             "tasks/cancel": self.tasks_cancel,
+            "tasks/update": self.tasks_update,
             "tasks/list": lambda rid, p: self.server.reply(rid, {"tasks": [t.view() for t in self.tasks.values()]}),
         }
 
@@ -182,8 +218,35 @@ class Features:
         task = self.tasks.get(str(params.get("taskId")))
         if task is None:
             self.server.error(rid, -32602, "Failed to retrieve task: Task not found")
+        elif self.server.eras.modern(rid):
+            view = task.modern_view()
+            if task.lag:  # an answered question, still listed this once
+                task.lag = False
+                task.status = "completed" if task.result is not None else task.status
+            self.server.reply(rid, view)
         else:
             self.server.reply(rid, task.view())
+
+    def tasks_update(self, rid: object, params: dict[str, Any]) -> None:
+        """The modern era: answers to a task's questions."""
+        task = self.tasks.get(str(params.get("taskId")))
+        responses = params.get("inputResponses")
+        if task is None or not isinstance(responses, dict):
+            self.server.error(rid, -32602, "Failed to update task")
+            return
+        for key, answer in responses.items():
+            if task.questions.pop(key, None) is None:
+                continue  # not outstanding: ignored, as the extension says
+            picked = ((answer or {}).get("content") or {}).get("pick")
+            if task.ask == "always":
+                task.question()
+                continue
+            task.result = self.server.text(f"picked {json.dumps(picked)}")
+            if task.lag:
+                task.questions[key] = {"method": "elicitation/create", "params": {"message": "Which one?"}}
+            else:
+                task.status = "completed"
+        self.server.reply(rid, {})
 
     def tasks_result(self, rid: object, params: dict[str, Any]) -> None:
         task = self.tasks.get(str(params.get("taskId")))
@@ -218,29 +281,44 @@ class Features:
         task.status = "cancelled"
         task.result = self.server.text("cancelled", isError=True)
         task.done.set()
-        self.server.reply(rid, task.view())
+        # The modern extension acknowledges with an empty result.
+        self.server.reply(rid, {} if self.server.eras.modern(rid) else task.view())
 
-    def start_task(self, rid: object, name: str, args: dict[str, Any], params: dict[str, Any]) -> None:
+    def start_task(
+        self, rid: object, name: str, args: dict[str, Any], params: dict[str, Any], *, modern: bool = False
+    ) -> None:
         poll = args.get("poll", 20)
         task = _Task(f"task-{next(self.task_ids)}", poll if isinstance(poll, int) else None)
         self.tasks[task.task_id] = task
-        self.server.reply(rid, {"task": task.view()})
-        token = (params.get("_meta") or {}).get("progressToken")
-        if token is not None:  # the token stays valid for the task's lifetime
-            self.notify_progress(token, 1, 2, "task started")
+        if modern:  # the handle itself, typed by resultType
+            self.server.reply(rid, {"resultType": "task", **task.modern_view()})
+        else:
+            self.server.reply(rid, {"task": task.view()})
+            token = (params.get("_meta") or {}).get("progressToken")
+            if token is not None:  # the token stays valid for the task's lifetime
+                self.notify_progress(token, 1, 2, "task started")
         if name == "forever":
             return
-        task.ask = bool(args.get("ask"))
+        task.ask = args.get("ask") or False
+        task.lag = bool(args.get("lag"))
 
         def finish() -> None:
             time.sleep(int(args.get("ms", 0)) / 1000)
             if task.status != "working":
                 return
-            if task.ask:
+            if modern and args.get("fail"):
+                task.error = {"code": -32050, "message": "the research failed", "data": {"why": "on purpose"}}
+                task.status = "failed"
+            elif modern and args.get("cancel"):
+                task.status = "cancelled"
+            elif task.ask and modern:
+                task.question()  # asked in tasks/get, answered with tasks/update
+            elif task.ask:
                 task.status = "input_required"
                 return  # tasks/result asks, then completes it
-            task.result = self.server.text(f"researched {args.get('topic', 'nothing')}")
-            task.status = "completed"
+            else:
+                task.result = self.server.text(f"researched {args.get('topic', 'nothing')}")
+                task.status = "completed"
             task.done.set()
 
         threading.Thread(target=finish, daemon=True).start()
@@ -250,7 +328,18 @@ class Features:
     def call(self, rid: object, name: object, args: dict[str, Any], params: dict[str, Any]) -> bool:
         """Serve a feature tool; False if ``name`` is not one."""
         if name in ("research", "forever", "maybe_task"):
-            if isinstance(params.get("task"), dict):
+            if self.server.eras.modern(rid):
+                # The modern extension: the server decides, if the client declared it.
+                if not declares_tasks(params):
+                    if name == "maybe_task":
+                        self.server.reply(rid, self.server.text("plain answer"))
+                    else:
+                        self.server.eras.missing_tasks_capability(rid)
+                elif name == "maybe_task" and not args.get("as_task"):
+                    self.server.reply(rid, self.server.text("plain answer"))
+                else:
+                    self.start_task(rid, str(name), args, params, modern=True)
+            elif isinstance(params.get("task"), dict):
                 self.start_task(rid, str(name), args, params)
             elif name == "maybe_task":
                 self.server.reply(rid, self.server.text("plain answer"))

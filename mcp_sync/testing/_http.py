@@ -197,6 +197,12 @@ class _Handler(BaseHTTPRequestHandler):
             return "MCP-Protocol-Version does not match _meta"
         if headers.get("Mcp-Method") != message.get("method"):
             return "Mcp-Method does not match the method"
+        if message.get("method") in ("tasks/get", "tasks/update", "tasks/cancel"):
+            # The tasks extension routes by task.
+            name = headers.get("Mcp-Name")
+            if name is None or _decoded(name) != params.get("taskId"):
+                return "Mcp-Name does not match params.taskId"
+            return None
         if message.get("method") != "tools/call":
             return None
         if self.server.fake.opt.header_mismatch:
