@@ -414,3 +414,106 @@ def test_a_task_handle_that_was_not_asked_for_is_refused() -> None:
         pytest.raises(mcp_sync.InvalidResponse, match="answered prompts/get with a task"),
     ):
         session.get_prompt("plain")
+
+
+def test_input_required_then_a_task_in_one_call(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    asked: list[str] = []
+    handlers = mcp_sync.Handlers(elicitation=lambda r: asked.append(r.message) or mcp_sync.ElicitationResult.accept())
+    with fake("stdio", "--features", "--log", str(log), handlers=handlers) as session:
+        result = session.call_tool("research", {"ms": 20, "ask": True, "confirm": True})
+    # The confirmation (a multi round-trip question), then the task's own question.
+    assert asked == ["Start the research?", "Which one?"]
+    assert result.content[0]["text"] == 'picked "a"'
+    calls = [f for f in logged(log) if f.get("method") == "tools/call"]
+    assert [c["params"].get("requestState") for c in calls] == [None, "confirming"]
+
+
+def test_each_round_of_a_call_reports_its_own_progress() -> None:
+    seen: list[tuple[float, str | None]] = []
+    handlers = mcp_sync.Handlers(elicitation=lambda r: mcp_sync.ElicitationResult.decline())
+    with fake("stdio", "--input-tools", handlers=handlers) as session:
+        result = session.call_tool("ask_input", on_progress=lambda p, t, m: seen.append((p, m)))
+    assert result.content[0]["text"] == "input received"
+    # The retry is a new request: its progress starts again, and still arrives.
+    assert seen == [(1.0, "round"), (1.0, "round")]
+
+
+# ----------------------------------------------------------------------- the official SDK (2.3.0)
+
+
+@contextmanager
+def sdk_features(transport: str, **kwargs: Any) -> Iterator[mcp_sync.Session]:
+    """tests/peers/sdk_features_server.py, connected under ``protocol="auto"``."""
+    import sys
+
+    from conftest import PEERS_SRC, _serve, sdk_stdio_command
+
+    sdk_stdio_command()  # skips (or fails under CI) when the SDK is missing
+    script = str(PEERS_SRC / "sdk_features_server.py")
+    if transport == "stdio":
+        with mcp_sync.connect(server="sdk", command=sys.executable, args=[script], **kwargs) as session:
+            yield session
+        return
+    with (
+        _serve(lambda port: [sys.executable, script, "http", str(port)]) as url,
+        mcp_sync.connect_http(server="sdk", url=url, **kwargs) as session,
+    ):
+        yield session
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_official_sdk_in_the_modern_era(transport: str, tmp_path: Path) -> None:
+    seen: list[mcp_sync.ElicitationRequest] = []
+    with sdk_features(transport, handlers=_elicit_name(seen)) as session:
+        assert (session.era, session.protocol_version) == ("modern", "2026-07-28")
+        # Progress while the call is in flight: the tool goes past step 1
+        # only once the callback has run.
+        gate = tmp_path / "gate"
+        steps: list[float] = []
+
+        def opened(progress: float, total: float | None, message: str | None) -> None:
+            steps.append(progress)
+            gate.touch()
+
+        result = session.call_tool("gated", {"gate": str(gate)}, on_progress=opened, timeout_ms=20_000)
+        assert result.content[0]["text"] == "counted 3"
+        assert steps == [1.0, 2.0, 3.0]
+        # input_required on prompts/get and resources/read, answered by the handler.
+        assert session.get_prompt("ask_prompt").messages[0].content["text"] == "Hello, Ada."
+        assert session.read_resource("ask://owls").contents[0].text == "owls for Ada"
+    assert [request.message for request in seen] == ["Who is asking?", "Who is asking?"]
+
+
+def test_tasks_on_the_official_sdks_extension_machinery() -> None:
+    import sys
+
+    from conftest import PEERS_SRC, sdk_stdio_command
+
+    sdk_stdio_command()
+    asked: list[str] = []
+
+    def elicit(request: mcp_sync.ElicitationRequest) -> mcp_sync.ElicitationResult:
+        asked.append(request.message)
+        return mcp_sync.ElicitationResult.accept({"source": "library"})
+
+    script = str(PEERS_SRC / "sdk_tasks_server.py")
+    with mcp_sync.connect(
+        server="sdk", command=sys.executable, args=[script], handlers=mcp_sync.Handlers(elicitation=elicit)
+    ) as session:
+        assert session.era == "modern"
+        assert TASKS in session.server_capabilities["extensions"]
+        # Created, polled, asked (tasks/update), completed: through plain call_tool.
+        assert session.call_tool("research", {"topic": "owls"}).content[0]["text"] == "owls from library"
+        assert asked == ["Which source?"]
+        with pytest.raises(mcp_sync.Timeout):
+            session.call_tool("forever", timeout_ms=300)
+        # The cancellation goes out from a library thread: ask until it has landed.
+        until = time.monotonic() + 5
+        while session.call_tool("cancelled").structured_content["result"] != ("sdk-task-2",):
+            assert time.monotonic() < until, "the task was never cancelled"
+            time.sleep(0.02)
+        # Not declaring the extension (task=False), the server refuses the tool.
+        with pytest.raises(mcp_sync.RemoteError) as caught:
+            session.call_tool("research", {"topic": "owls"}, task=False)
+        assert caught.value.code == -32021

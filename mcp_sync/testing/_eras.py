@@ -257,6 +257,9 @@ class EraGate:
         state = params.get("requestState")
         reply = self.server.reply
         if name == "ask_input":
+            token = (params.get("_meta") or {}).get("progressToken")
+            if token is not None:  # each round reports its own progress, from 1
+                self.server.features.notify_progress(token, 1, 1, "round")
             if responses is None and state is None:
                 method = str(args.get("method", "elicitation/create"))
                 requests = {

@@ -51,7 +51,8 @@ FEATURE_TOOLS: list[dict[str, Any]] = [
          "notifications of `kind`, then answer.", {}),
         ("research", "A task: finish after `ms` (poll interval `poll`); `ask`: elicit first. In the "
          "modern era also: `ask: \"always\"` asks again after every answer, `lag` keeps an answered "
-         "question listed for one more poll, `fail` and `cancel` end it so.",
+         "question listed for one more poll, `fail` and `cancel` end it so, `confirm` asks (input_required) "
+         "before the task is created.",
          {"execution": {"taskSupport": "required"}}),
         ("maybe_task", "A tool that may be called as a task or not.",
          {"execution": {"taskSupport": "optional"}}),
@@ -337,6 +338,8 @@ class Features:
                         self.server.eras.missing_tasks_capability(rid)
                 elif name == "maybe_task" and not args.get("as_task"):
                     self.server.reply(rid, self.server.text("plain answer"))
+                elif args.get("confirm") and not self.confirmed(rid, params):
+                    pass  # asked first (input_required), the task comes on the retry
                 else:
                     self.start_task(rid, str(name), args, params, modern=True)
             elif isinstance(params.get("task"), dict):
@@ -391,6 +394,20 @@ class Features:
                 if args.get("repeat"):
                     self.notify_progress(token, step, steps, "repeated")
         self.server.reply(rid, self.server.text(f"done after {steps} steps"))
+
+    def confirmed(self, rid: object, params: dict[str, Any]) -> bool:
+        """The modern era's ``confirm``: one multi round-trip question before
+        the task is created (SEP-2663's composition with input_required)."""
+        answer = (params.get("inputResponses") or {}).get("confirm")
+        if params.get("requestState") == "confirming" and isinstance(answer, dict):
+            if answer.get("action") == "accept":
+                return True
+            self.server.reply(rid, self.server.text("research declined"))
+            return False
+        self.server.reply(rid, {"resultType": "input_required", "requestState": "confirming", "inputRequests": {
+            "confirm": {"method": "elicitation/create", "params": {
+                "message": "Start the research?", "requestedSchema": {"type": "object", "properties": {}}}}}})
+        return False
 
     def notify_progress(self, token: object, progress: float, total: float, message: str) -> None:
         self.server.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
