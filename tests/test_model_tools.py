@@ -447,3 +447,20 @@ def test_a_real_servers_set_exports_and_dispatches() -> None:
         assert tools.call(call) == {"role": "tool", "tool_call_id": "c1", "content": "hi"}
     finally:
         servers.close()
+
+
+def test_a_servers_entry_projection_applies_to_the_export() -> None:
+    from mcp_sync.config import ConnectOptions
+    from mcp_sync.testing import server_command
+
+    command, *args = server_command()
+    entry = ConnectOptions(server="ex", command=command, args=args, include=["echo", "add"],
+                           exclude=["add"], name_prefix="files")  # fmt: skip
+    servers = mcp_sync.Servers([entry])
+    try:
+        expected = {"name_prefix": "files", "include": ("echo", "add"), "exclude": ("add",)}
+        assert servers.projection("ex") == expected
+        names = [t["function"]["name"] for t in model_tools.export(servers, "openai").tools]
+        assert names == ["files__echo"]
+    finally:
+        servers.close()
