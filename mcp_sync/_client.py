@@ -43,6 +43,7 @@ def connect(
     handlers: Handlers | None = None,
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
+    limits: Limits | None = None,
     handshake_timeout_ms: int | None = None,
     request_timeout_ms: int | None = None,
     queue_capacity: int | None = None,
@@ -74,6 +75,10 @@ def connect(
     the server says it changed; ``validate_output=True`` checks each result's
     ``structuredContent`` against the tool's ``outputSchema`` (needs the
     ``validation`` extra).
+
+    ``limits`` (a :class:`Limits`, for instance one shared by several
+    servers) sets every bound at once; a limit also given as a keyword
+    argument (``max_frame_bytes=...``) overrides it.
 
     ``headers`` are static HTTP headers, private like the bearer token.
     Credentials (a token or headers) are refused over plain ``http:`` to a
@@ -135,11 +140,16 @@ def _connect(
     handlers: object = None,
     auto_refresh: object = False,
     validate_output: object = False,
+    limits: object = None,
     **limit_options: Any,
 ) -> Session:
     # Step 1: every option is checked before anything is spawned or dialled.
     if not isinstance(server, str) or not server:
         raise ProtocolError("option server must be a non-empty string")
+    if limits is not None:
+        if not isinstance(limits, Limits):
+            raise ProtocolError("option limits must be an mcp_sync.Limits (made with Limits.create)")
+        limit_options = {**limits.as_options(), **limit_options}
     limits = Limits.create(**limit_options)
     mode, pinned = check_protocol(protocol, protocol_version)
     if diagnostics is not None and not callable(diagnostics):

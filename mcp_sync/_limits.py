@@ -60,6 +60,10 @@ class Limits:
     max_catalog_pages: int = DEFAULT_MAX_CATALOG_PAGES
     max_stderr_bytes: int = DEFAULT_MAX_STDERR_BYTES
 
+    def as_options(self) -> dict[str, int]:
+        """The limits as keyword arguments of :func:`mcp_sync.connect`."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
     @classmethod
     def create(cls, **options: Any) -> Limits:
         """Validate each given option; ``None`` means the default."""

@@ -213,6 +213,19 @@ class Servers:
         """The configured server names, in config order."""
         return tuple(self._slots)
 
+    def _slot(self, name: object) -> _Slot:
+        slot = self._slots.get(name) if isinstance(name, str) else None
+        if slot is None:
+            known = ", ".join(repr(n) for n in self._slots) or "none"
+            raise KeyError(f"no server named {name!r} is configured (configured: {known})")
+        return slot
+
+    def projection(self, name: str) -> dict[str, Any]:
+        """Server ``name``'s ``name_prefix``, ``include`` and ``exclude`` from
+        its config entry, as keyword arguments of :func:`mcp_sync.flows.project`
+        (what :mod:`mcp_sync.model_tools` applies when it exports this set)."""
+        return self._slot(name).entry.projection_kwargs()
+
     @property
     def respawn(self) -> RespawnPolicy:
         """The respawn policy in force."""
@@ -243,10 +256,7 @@ class Servers:
         :class:`ServerUnavailable` while the server is held back after
         failing again and again.
         """
-        slot = self._slots.get(name) if isinstance(name, str) else None
-        if slot is None:
-            known = ", ".join(repr(n) for n in self._slots) or "none"
-            raise KeyError(f"no server named {name!r} is configured (configured: {known})")
+        slot = self._slot(name)
         session = slot.session
         if session is not None and not session.closed:
             return session

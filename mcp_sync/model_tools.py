@@ -220,8 +220,11 @@ def _flows_of(source: object) -> Iterator[Flow]:
     elif isinstance(source, FlowSource):
         yield from source.flows
     elif _is_servers(source):
+        # A config entry's own projection (namePrefix, include, exclude) applies.
+        projection = getattr(source, "projection", None)
         for name in _server_names(source):
-            yield from project(_ServerTools(source, name)).flows
+            options = projection(name) if callable(projection) else {}
+            yield from project(_ServerTools(source, name), **options).flows
     elif _is_session(source):
         yield from project(cast(Any, source)).flows
     elif isinstance(source, Iterable) and not isinstance(source, (str, bytes, Mapping)):

@@ -3,9 +3,7 @@ mcp_sync through tests/conformance_client.py (its auth mapping is
 tests/conformance_auth.py). A scenario that fails fails this test.
 
 Five scenarios of the ``next`` suite run their MCP server in the 2026-07-28
-era (no ``initialize``): they complete because mcp_sync speaks that era
-(``protocol="auto"`` finds it). Without it (``2026-07-28`` not among
-``SUPPORTED_PROTOCOL_VERSIONS``) they could fail, and only with that cause.
+era (no ``initialize``): they pass because ``protocol="auto"`` finds that era.
 """
 
 from __future__ import annotations
@@ -21,17 +19,6 @@ import pytest
 from conftest import REPO_ROOT, missing_peer
 from test_conformance import CLIENT, RUN_SH
 
-import mcp_sync
-
-NEEDS_MODERN_ERA = frozenset(
-    {
-        "auth/offline-access-scope",
-        "auth/offline-access-not-supported",
-        "auth/authorization-server-migration",
-        "auth/iss-supported",
-        "auth/iss-not-advertised",
-    }
-)
 EXPECTED = {"stable": 22, "next": 33}
 
 
@@ -61,10 +48,7 @@ def test_every_auth_scenario_passes(suite: str, capsys: pytest.CaptureFixture[st
         (name, verdict) for verdict, name in re.findall(r"^(PASS|FAIL) (\S+)", proc.stdout, re.M)
     )
     assert len(verdicts) == EXPECTED[suite], verdicts
-    modern = "2026-07-28" in mcp_sync.SUPPORTED_PROTOCOL_VERSIONS
-    for name, verdict in verdicts.items():
-        if verdict == "PASS":
-            continue
-        era_only = "answered initialize with HTTP 400" in stderr.get(name, "")
-        allowed = suite == "next" and name in NEEDS_MODERN_ERA and not modern and era_only
-        assert allowed, f"conformance ({suite}) {name}: FAIL ({stderr.get(name, '').strip()})"
+    failed = [
+        f"{name}: {stderr.get(name, '').strip()}" for name, verdict in verdicts.items() if verdict != "PASS"
+    ]
+    assert not failed, f"conformance ({suite}) failed: {failed}"

@@ -525,3 +525,15 @@ def test_pids_are_reaped_after_failures(tmp_path: Path) -> None:
         session.call_tool("deep", {"depth": 200}, timeout_ms=10_000)
     wait_gone(pid)
     session.close()
+
+
+def test_a_limits_object_sets_every_bound_and_keywords_override_it() -> None:
+    shared = mcp_sync.Limits.create(max_tools=6, request_timeout_ms=4_000)
+    assert shared.as_options()["max_tools"] == 6
+    with connect_fake(limits=shared, request_timeout_ms=5_000) as session:
+        assert session.limits.max_tools == 6
+        assert session.limits.request_timeout_ms == 5_000
+    with pytest.raises(mcp_sync.InvalidResponse, match="max_tools=6"):
+        connect_fake("--extra-tools", "2", limits=shared)
+    with pytest.raises(mcp_sync.ProtocolError, match=r"option limits must be an mcp_sync\.Limits"):
+        connect_fake(limits={"max_tools": 3})

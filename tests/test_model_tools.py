@@ -431,3 +431,36 @@ def test_cli_format_shapes(tmp_path: Any) -> None:
     assert json.loads(run("--format", "json").stdout) == json.loads(run("--json").stdout)
     both = run("--json", "--format", "openai")
     assert (both.returncode, both.stderr) == (2, "mcp-sync: error: --json and --format openai: give one\n")
+
+
+def test_a_real_servers_set_exports_and_dispatches() -> None:
+    from mcp_sync.config import ConnectOptions
+    from mcp_sync.testing import server_command
+
+    command, *args = server_command()
+    servers = mcp_sync.Servers([ConnectOptions(server="ex", command=command, args=args)])
+    try:
+        tools = model_tools.export(servers, "openai")
+        assert "mcp__ex__echo" in [t["function"]["name"] for t in tools.tools]
+        call = {"id": "c1", "type": "function",
+                "function": {"name": "mcp__ex__echo", "arguments": '{"message": "hi"}'}}  # fmt: skip
+        assert tools.call(call) == {"role": "tool", "tool_call_id": "c1", "content": "hi"}
+    finally:
+        servers.close()
+
+
+def test_a_servers_entry_projection_applies_to_the_export() -> None:
+    from mcp_sync.config import ConnectOptions
+    from mcp_sync.testing import server_command
+
+    command, *args = server_command()
+    entry = ConnectOptions(server="ex", command=command, args=args, include=["echo", "add"],
+                           exclude=["add"], name_prefix="files")  # fmt: skip
+    servers = mcp_sync.Servers([entry])
+    try:
+        expected = {"name_prefix": "files", "include": ("echo", "add"), "exclude": ("add",)}
+        assert servers.projection("ex") == expected
+        names = [t["function"]["name"] for t in model_tools.export(servers, "openai").tools]
+        assert names == ["files__echo"]
+    finally:
+        servers.close()
