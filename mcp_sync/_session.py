@@ -870,12 +870,15 @@ class Session(CatalogMixin, ResourcesMixin, LogLevelMixin, RootsMixin):
         trace context value, is sent in the request's ``_meta``.
 
         ``on_progress(progress, total, message)`` is called on this thread for
-        each progress notification of this call; with
-        ``progress_extends_deadline=True`` each one moves the deadline to now
-        plus the timeout, never past ``max_timeout_ms`` (default ten times the
-        timeout). A tool whose ``execution.taskSupport`` is ``"required"`` is
-        called as a task (create, poll, fetch); ``task=True`` does that for an
-        ``"optional"`` one.
+        each progress notification of this call, as it arrives (both eras);
+        with ``progress_extends_deadline=True`` each one moves the deadline to
+        now plus the timeout, never past ``max_timeout_ms`` (default ten times
+        the timeout). Handshake era: a tool whose ``execution.taskSupport`` is
+        ``"required"`` is called as a task (create, poll, fetch); ``task=True``
+        does that for an ``"optional"`` one. Modern era: when the server
+        advertises the tasks extension the call declares it (``task=False``
+        does not) and a task the server answers with is followed to its
+        result; ``input_required`` is answered by the session's handlers.
         """
         options: dict[str, Any] = {}
         watched = on_progress is not None or progress_extends_deadline
