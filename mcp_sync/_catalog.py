@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -182,7 +183,7 @@ def parse_call_result(result: object, tool: str, *, any_structured: bool = False
     )
 
 
-class PageWalk:
+class PageWalk(ABC):
     """The cursor rules of every paginated list (``tools/list``,
     ``resources/list``, ``prompts/list``...): at most ``max_catalog_pages``
     pages, each ``nextCursor`` a non-empty string not seen before in the walk.
@@ -225,8 +226,9 @@ class PageWalk:
     def what(self) -> str:
         return f"the {self.method} listing"
 
+    @abstractmethod
     def entries(self, entries: list[Any]) -> None:
-        raise NotImplementedError
+        """Check and keep one page's entries."""
 
 
 class CatalogWalk(PageWalk):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import time
+from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -207,8 +208,9 @@ class _ListWalk(PageWalk):
                 raise InvalidResponse(f"a {self.method} entry is not an object")
             self.items.append(self.entry(entry))
 
+    @abstractmethod
     def entry(self, entry: dict[str, Any]) -> Any:
-        raise NotImplementedError
+        """One checked, frozen entry of the listing."""
 
     def _named(self, entry: dict[str, Any], key: str) -> tuple[str, str]:
         ident, name = entry.get(key), entry.get("name")

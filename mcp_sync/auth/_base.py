@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -33,7 +34,7 @@ def check_scope(scope: object, option: str = "scope") -> str | None:
     return scope
 
 
-class Auth:
+class Auth(ABC):
     """Base class of the OAuth flows :func:`mcp_sync.connect_http` takes as
     ``auth=``: :class:`AuthorizationCode`, :class:`ClientCredentials`,
     :class:`WorkloadIdentity`, :class:`EnterpriseManagedAuthorization`.
@@ -101,9 +102,9 @@ class Auth:
 
     # ----------------------------------------------------------- per grant kind
 
+    @abstractmethod
     def _acquire(self, run: Run, scope: str | None) -> TokenSet:
         """Get a new token from ``run.ctx``'s authorization server."""
-        raise NotImplementedError
 
     def _refresh_client(self, grant: Grant) -> ClientAuth | None:
         """How the client authenticates when it refreshes ``grant``'s token."""
