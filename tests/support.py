@@ -78,26 +78,12 @@ def timed(limit: float) -> Iterator[None]:
 @contextmanager
 def captured_logs(name: str) -> Iterator[list[logging.LogRecord]]:
     """Every record logged on ``name`` (at any level) while the block runs."""
-    got: list[logging.LogRecord] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            got.append(record)
-
-    logger = logging.getLogger(name)
-    handler = Keep(logging.DEBUG)
-    old = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
-        yield got
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old)
+    with _collect(name) as handler:
+        yield handler.records
 
 
 class Records(logging.Handler):
-    """Collects every record of the ``mcp_sync`` loggers while installed."""
+    """Collects every record of a logger (and its children) while installed."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -113,13 +99,19 @@ class Records(logging.Handler):
 @contextmanager
 def mcp_records() -> Iterator[Records]:
     """Every ``mcp_sync`` record, at DEBUG, while the block runs."""
+    with _collect("mcp_sync") as handler:
+        yield handler
+
+
+@contextmanager
+def _collect(name: str) -> Iterator[Records]:
     handler = Records()
-    root = logging.getLogger("mcp_sync")
-    old_level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
+    logger = logging.getLogger(name)
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
     try:
         yield handler
     finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
