@@ -18,7 +18,8 @@ from __future__ import annotations
 import sys
 
 from ._features import FEATURE_TOOLS
-from ._server import DEFAULT_TOOLS, MISBEHAVING_TOOLS, FakeServer, main
+from ._main import main
+from ._server import DEFAULT_TOOLS, MISBEHAVING_TOOLS, FakeServer
 
 __all__ = ["DEFAULT_TOOLS", "FEATURE_TOOLS", "MISBEHAVING_TOOLS", "FakeServer", "main", "server_command"]
 

@@ -1,3 +1,3 @@
-from mcp_sync.testing._server import main
+from mcp_sync.testing._main import main
 
 main()

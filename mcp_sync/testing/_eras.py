@@ -36,10 +36,9 @@ from __future__ import annotations
 
 import argparse
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ._server import FakeServer
+from ._host import Host
 
 __all__ = ["INPUT_TOOLS", "REQUEST_STATE", "TASKS_EXTENSION", "EraGate", "add_options", "declares_tasks"]
 
@@ -96,7 +95,7 @@ def has_modern_meta(params: object) -> bool:
 class EraGate:
     """Routes each request to the era that serves it."""
 
-    def __init__(self, server: FakeServer, options: argparse.Namespace) -> None:
+    def __init__(self, server: Host, options: argparse.Namespace) -> None:
         self.server = server
         self.mode: str = options.era
         self.versions = [v for v in options.modern_versions.split(",") if v]

@@ -17,12 +17,10 @@ import json
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._eras import declares_tasks
-
-if TYPE_CHECKING:
-    from ._server import FakeServer
+from ._host import Host
 
 __all__ = ["FEATURE_CAPABILITIES", "FEATURE_TOOLS", "Features"]
 
@@ -135,7 +133,7 @@ class _Task:
 class Features:
     """Serves the methods and tools above for one :class:`FakeServer`."""
 
-    def __init__(self, server: FakeServer) -> None:
+    def __init__(self, server: Host) -> None:
         self.server = server
         self.tasks: dict[str, _Task] = {}
         self.task_ids = itertools.count(1)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -23,7 +22,7 @@ from ._eras import INPUT_TOOLS, EraGate
 from ._eras import add_options as add_era_options
 from ._features import FEATURE_CAPABILITIES, FEATURE_TOOLS, Features
 
-__all__ = ["DEFAULT_TOOLS", "FakeServer", "main"]
+__all__ = ["DEFAULT_TOOLS", "FakeServer", "parse_args", "spawn_grandchild"]
 
 
 def _schema(**props: str) -> dict[str, Any]:
@@ -444,58 +443,3 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--header-mismatch", action="store_true",
                    help="--http, modern era: refuse every tools/call with -32020 (header mismatch)")
     return p.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> None:
-    options = parse_args(argv)
-    if options.marker:
-        with open(options.marker, "w", encoding="utf-8") as handle:
-            handle.write(str(os.getpid()))
-    if options.starts:
-        with open(options.starts, "a", encoding="utf-8") as handle:
-            handle.write(f"{os.getpid()}\n")
-    if options.ignore_sigterm:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if options.grandchild_pidfile:
-        with open(options.grandchild_pidfile, "w", encoding="utf-8") as handle:
-            handle.write(str(spawn_grandchild()))
-    for text in options.stderr:
-        sys.stderr.write(text + "\n")
-    sys.stderr.flush()
-    if options.stderr_flood:
-        def flood() -> None:
-            line = b"e" * 1023 + b"\n"
-            for _ in range(options.stderr_flood // 1024):
-                sys.stderr.buffer.write(line)
-            sys.stderr.buffer.flush()
-        threading.Thread(target=flood, daemon=True).start()
-    if options.http:
-        from ._http import serve
-
-        serve(options)
-        return
-    if options.start_delay:
-        time.sleep(options.start_delay / 1000)
-    out = sys.stdout.buffer
-    server = FakeServer(options, out)
-    if options.stdout_flood:
-        server.call(None, "flood", {"bytes": options.stdout_flood})
-    stdin = sys.stdin.buffer
-    while True:
-        delay = server.stall_until - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        try:
-            line = stdin.readline()
-        except (OSError, ValueError):
-            line = b""
-        if not line:
-            break
-        server.handle_line(line)
-    if options.ignore_stdin_eof:
-        while True:
-            time.sleep(60)
-
-
-if __name__ == "__main__":
-    main()
