@@ -57,11 +57,11 @@ from .flows import ProjectionError, check_flow_name
 
 __all__ = [
     "CLIENTS",
-    "MAX_CONFIG_BYTES",
-    "MAX_CONFIG_DEPTH",
     "ConfigError",
     "ConnectOptions",
     "HttpConnectOptions",
+    "MAX_CONFIG_BYTES",
+    "MAX_CONFIG_DEPTH",
     "ServerEntry",
     "client_config_paths",
     "load_client_config",

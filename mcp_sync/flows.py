@@ -27,11 +27,6 @@ from ._catalog import CallToolResult, Tool, freeze, thaw
 from ._errors import McpError
 
 __all__ = [
-    "MCP_CAPABILITIES",
-    "MCP_EFFECTS",
-    "MODES",
-    "ON_CONFLICT",
-    "TIERS",
     "Action",
     "Capability",
     "ConnectedFlows",
@@ -42,10 +37,15 @@ __all__ = [
     "FlowResult",
     "FlowSource",
     "HostAction",
+    "MCP_CAPABILITIES",
+    "MCP_EFFECTS",
+    "MODES",
     "Mode",
     "NarrowingError",
+    "ON_CONFLICT",
     "OnConflict",
     "ProjectionError",
+    "TIERS",
     "Tier",
     "ToolSession",
     "capabilities_for",

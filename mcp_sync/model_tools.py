@@ -40,10 +40,10 @@ from .flows import Flow, FlowFailed, FlowResult, FlowSource, catalog, project
 
 __all__ = [
     "MAX_NAME_LENGTH",
-    "NAME_PATTERN",
-    "PROVIDERS",
     "MalformedToolCall",
     "ModelTools",
+    "NAME_PATTERN",
+    "PROVIDERS",
     "Provider",
     "ToolCallFailed",
     "UnknownToolCall",

@@ -21,7 +21,7 @@ from ._features import FEATURE_TOOLS
 from ._main import main
 from ._server import DEFAULT_TOOLS, MISBEHAVING_TOOLS, FakeServer
 
-__all__ = ["DEFAULT_TOOLS", "FEATURE_TOOLS", "MISBEHAVING_TOOLS", "FakeServer", "main", "server_command"]
+__all__ = ["DEFAULT_TOOLS", "FEATURE_TOOLS", "FakeServer", "MISBEHAVING_TOOLS", "main", "server_command"]
 
 
 def server_command(*options: str) -> list[str]:

@@ -1,0 +1,45 @@
+"""The public surface is pinned: each public module's ``__all__`` is exactly
+its public names, sorted (as httpx pins its own), so adding, removing or
+re-exporting a name is a deliberate change that shows up in review."""
+
+from __future__ import annotations
+import __future__
+
+import importlib
+import types
+
+import pytest
+
+# Packages whose __init__ only gathers public names: __all__ is all of them.
+PACKAGES = ["mcp_sync", "mcp_sync.auth", "mcp_sync.testing"]
+# Modules that also hold their own implementation (and its imports): __all__
+# is sorted and names only what exists.
+MODULES = ["mcp_sync.config", "mcp_sync.flows", "mcp_sync.model_tools"]
+_ALLOWED_DUNDERS = {"__version__"}
+
+
+def _public_names(module: types.ModuleType) -> list[str]:
+    names = []
+    for name, value in vars(module).items():
+        if name.startswith("_") and name not in _ALLOWED_DUNDERS:
+            continue
+        if isinstance(value, (types.ModuleType, __future__._Feature)):
+            continue  # submodules and `from __future__ import annotations`
+        names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("name", PACKAGES + MODULES)
+def test_all_is_sorted_and_exists(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = list(module.__all__)
+    assert exported == sorted(exported), f"{name}.__all__ is not sorted"
+    assert len(set(exported)) == len(exported)
+    missing = [n for n in exported if not hasattr(module, n)]
+    assert not missing, f"{name}.__all__ names what it does not define: {missing}"
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_is_every_public_name(name: str) -> None:
+    module = importlib.import_module(name)
+    assert sorted(module.__all__) == sorted(_public_names(module))
