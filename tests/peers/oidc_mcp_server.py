@@ -85,7 +85,7 @@ class Verifier:
 
 def dpop_ok(proof: str, token: str, method: str, url: str, jkt: str) -> bool:
     try:
-        header = json.loads(base64.urlsafe_b64decode(proof.split(".")[0] + "=="))
+        header = json.loads(base64.urlsafe_b64decode(proof.split(".", maxsplit=1)[0] + "=="))
         key = jwk.import_key(header["jwk"])
         decoded = jwt.decode(proof, key, algorithms=["ES256", "RS256", "PS256", "EdDSA"])
     except Exception:
