@@ -164,9 +164,7 @@ def check_offered(method: str, supported: tuple[str, ...] | None, server: str) -
     if supported is not None and method not in supported:
         raise AuthError(
             f"server {server!r}: its authorization server does not accept {method} "
-            "(token_endpoint_auth_method); it lists " + (", ".join(
-                escape(item)[:64] for item in supported[:8]
-            ) or "no method")
+            "(its metadata lists " + (", ".join(escape(item)[:64] for item in supported[:8]) or "no method") + ")"
         )
     return method
 
