@@ -214,7 +214,8 @@ def test_dynamic_registration_is_remembered(peer: Peer, tmp_path: Path) -> None:
     routes = [entry["route"] for entry in peer.log()[since:]]
     assert routes.count("registration") == 1 and len(logins) == 1
     grants = [entry["grant_type"] for entry in peer.tokens(since) if entry["status"] == 200]
-    assert grants == ["authorization_code", "refresh_token"]
+    # (On a slow machine the first token may need a refresh already.)
+    assert grants[0] == "authorization_code" and set(grants[1:]) == {"refresh_token"}, grants
 
 
 # ------------------------------------------------------------------ client credentials
@@ -241,7 +242,7 @@ def test_client_credentials_in_each_method(peer: Peer, method: str) -> None:
             assert session.call_tool("whoami").content[0]["text"] == f"{client_id} mcp:tools"
     tokens = peer.tokens(since, client_id)
     assert [entry["status"] for entry in tokens] == [200] * len(tokens)
-    assert len(tokens) == (2 if method == "client_secret_basic" else 1)
+    assert len(tokens) >= (2 if method == "client_secret_basic" else 1)
     # The provider lists both secret methods: the registered one is what is sent.
     assert {entry["client_auth"] for entry in tokens} == {method}
 
@@ -267,21 +268,24 @@ def test_dpop_with_the_providers_nonces(peer: Peer) -> None:
         assert session.call_tool("whoami").content[0]["text"] == "svc-basic mcp:tools"
         assert flow._grant(peer.url).token.token_type == "DPoP"  # type: ignore[union-attr]
     tokens = peer.tokens(since, "svc-basic")
-    assert [entry["status"] for entry in tokens if entry["status"] == 200] == [200, 200]
+    assert len([entry for entry in tokens if entry["status"] == 200]) >= 2
     assert [entry["error"] for entry in tokens].count("use_dpop_nonce") == 1, tokens
 
 
 def test_step_up_and_a_step_up_that_cannot_succeed(peer: Peer) -> None:
     since = len(peer.log())
-    flow = service(peer, "client_secret_basic")
+    # Tokens that outlast the test: every token request counted is a step-up's.
+    flow = auth.ClientCredentials("svc-steady", client_secret="secret-steady")
     with mcp_sync.connect_http(server="oidc", url=peer.url, auth=flow) as session:
+        assert session.call_tool("whoami").content[0]["text"] == "svc-steady mcp:tools"
         assert session.call_tool("admin").content[0]["text"] == "admin ok"
-        assert peer.tokens(since, "svc-basic")[-1]["scope"] == "mcp:tools mcp:admin"
-        before = len(peer.tokens(since, "svc-basic"))
+        scopes = [entry["scope"] for entry in peer.tokens(since, "svc-steady")]
+        assert scopes == ["mcp:tools", "mcp:tools mcp:admin"]
         with pytest.raises(mcp_sync.AuthError) as info:
             session.call_tool("root")  # mcp:root is never granted
         assert info.value.oauth_error == "insufficient_scope"
         assert not session.closed
         # One token request, answered without the scope, settles it.
-        assert len(peer.tokens(since, "svc-basic")) == before + 1
+        scopes = [entry["scope"] for entry in peer.tokens(since, "svc-steady")]
+        assert scopes[2:] == ["mcp:tools mcp:admin mcp:root"]
         assert session.call_tool("admin").content[0]["text"] == "admin ok"

@@ -11,6 +11,8 @@
 //     `secret-<method>`, client credentials), `svc-jwt` (private_key_jwt with the
 //     public keys --client-jwks gives), each registered with its one method;
 //   * dynamic registration (open), PKCE S256, the dev login/consent pages;
+//   * `svc-steady` (client_secret_basic, `secret-steady`), whose tokens last 5 minutes,
+//     for tests that must not see a token expire on a slow machine;
 //   * resource indicators: the one resource, scopes mcp:tools and mcp:admin, JWT
 //     access tokens (ES256) that last 4 s;
 //   * DPoP, always demanding a nonce of its own.
@@ -63,6 +65,14 @@ const clients = [
     response_types: [],
     redirect_uris: [],
   })),
+  {
+    client_id: "svc-steady",
+    client_secret: "secret-steady",
+    token_endpoint_auth_method: "client_secret_basic",
+    grant_types: ["client_credentials"],
+    response_types: [],
+    redirect_uris: [],
+  },
 ];
 if (clientJwks.keys.length) {
   clients.push({
@@ -99,12 +109,12 @@ const provider = new Provider(issuer, {
       enabled: true,
       defaultResource: () => resource,
       useGrantedResource: () => true,
-      getResourceServerInfo: (ctx, indicator) => {
+      getResourceServerInfo: (ctx, indicator, client) => {
         if (indicator !== resource) throw new errors.InvalidTarget();
         return {
           scope: "mcp:tools mcp:admin",
           audience: resource,
-          accessTokenTTL: TOKEN_SECONDS,
+          accessTokenTTL: client?.clientId === "svc-steady" ? 300 : TOKEN_SECONDS,
           accessTokenFormat: "jwt",
           jwt: { sign: { alg: "ES256" } },
         };
