@@ -558,3 +558,21 @@ def test_config_auth_entry_builds_the_flow_when_connecting(
         parse_config([{**entry, "auth": {"type": "client_credentials", "clientId": "svc", "clientSecret": "x"}}])
     with pytest.raises(ConfigError, match="auth"):
         parse_config([{**entry, "auth": {"type": "password"}}])
+
+
+def test_config_auth_entry_names_the_token_endpoint_auth_method(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_sync.config import ConfigError, parse_config
+
+    fake.metadata_override = {"token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"]}
+    auth_entry = {"type": "client_credentials", "clientId": "svc", "clientSecretEnv": "SVC_SECRET",
+                  "tokenEndpointAuthMethod": "client_secret_post"}  # fmt: skip
+    entry = {"server": "fake", "url": f"{fake.url}/mcp", "auth": auth_entry}
+    (config,) = parse_config([entry])
+    monkeypatch.setenv("SVC_SECRET", "from-the-environment")
+    with mcp_sync.connect(config) as session:
+        session.call_tool("echo", {"message": "m"})
+    assert fake.seen("/token")[-1].form["client_secret"] == "from-the-environment"
+    with pytest.raises(ConfigError, match="auth"):
+        parse_config([{**entry, "auth": {**auth_entry, "tokenEndpointAuthMethod": "client_secret_jwt"}}])
