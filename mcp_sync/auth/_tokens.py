@@ -38,6 +38,9 @@ MAX_DESCRIPTION_CHARS = 300
 """How much of a provider's ``error_description`` a message shows."""
 CLIENT_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")
 """The values of the ``token_endpoint_auth_method`` option."""
+_KNOWN_METHODS = (
+    "none", *CLIENT_AUTH_METHODS, "client_secret_jwt", "tls_client_auth", "self_signed_tls_client_auth"
+)
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -162,9 +165,11 @@ def check_offered(method: str, supported: tuple[str, ...] | None, server: str) -
     """``method`` (the caller's ``token_endpoint_auth_method``) when the
     authorization server's metadata does not rule it out."""
     if supported is not None and method not in supported:
+        # Only registered method names are repeated, never other server text.
+        listed = [item for item in _KNOWN_METHODS if item in supported]
         raise AuthError(
             f"server {server!r}: its authorization server does not accept {method} "
-            "(its metadata lists " + (", ".join(escape(item)[:64] for item in supported[:8]) or "no method") + ")"
+            f"(its metadata lists {', '.join(listed) or 'no method this client knows'})"
         )
     return method
 
