@@ -26,6 +26,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 SECRET_DESCRIPTION = "DESCRIPTION-TEXT-MUST-NOT-LEAK"
+# A refusal's error_description: shown in messages escaped, redacted and cut
+# short, so the secret it echoes and its terminal escape never appear.
+DESCRIPTION = (
+    "client \x1b[2Jauthentication failed: client_secret=" + SECRET_DESCRIPTION + " was " + "x" * 1000
+)
 
 
 @dataclass
@@ -54,6 +59,8 @@ class Fake:
     token_hang: bool = False
     redirect_extra: dict[str, str] = field(default_factory=dict)
     insufficient_scope_for_call: str | None = None  # tools/call needs this scope
+    token_nonces: list[str] = field(default_factory=list)  # DPoP nonces the token endpoint hands out
+    nonce_refusals: int = 0  # use_dpop_nonce answers sent
     requests: list[Seen] = field(default_factory=list)
     tokens: dict[str, str] = field(default_factory=dict)  # access token -> scope
     refresh_tokens: dict[str, str] = field(default_factory=dict)
@@ -94,6 +101,8 @@ class Fake:
         }  # fmt: skip
         if self.scopes_supported is not None:
             doc["scopes_supported"] = self.scopes_supported
+        if self.token_nonces:
+            doc["dpop_signing_alg_values_supported"] = ["ES256"]
         doc.update(self.metadata_override or {})
         return doc
 
@@ -177,7 +186,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
         if fake.token_status != 200:
-            self._send(fake.token_status, {"error": "invalid_grant", "error_description": SECRET_DESCRIPTION})
+            self._send(fake.token_status, {"error": "invalid_grant", "error_description": DESCRIPTION})
+            return
+        if fake.token_nonces and not self._nonce_ok():
             return
         grant = form.get("grant_type")
         if grant == "authorization_code":
@@ -198,6 +209,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, fake.issue(form.get("scope", "")))
         else:
             self._send(400, {"error": "unsupported_grant_type"})
+
+    def _nonce_ok(self) -> bool:
+        """The token endpoint demands the current DPoP nonce (the first of
+        token_nonces; a test rotates it by popping it)."""
+        fake = self.fake
+        proof = self.headers.get("DPoP", "")
+        try:
+            payload = proof.split(".")[1]
+            claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        except (IndexError, ValueError):
+            claims = {}
+        current = fake.token_nonces[0]
+        if claims.get("nonce") == current:
+            return True
+        with fake.lock:
+            fake.nonce_refusals += 1
+        self._send(400, {"error": "use_dpop_nonce"}, DPoP_Nonce=current)
+        return False
 
     def _mcp(self, body: bytes) -> None:
         fake = self.fake

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from oauth_fake import SECRET_DESCRIPTION, Fake, fake_oauth_server, stand_in_browser
+from oauth_fake import DESCRIPTION, SECRET_DESCRIPTION, Fake, fake_oauth_server, stand_in_browser
 from support import timed
 
 import mcp_sync
@@ -215,6 +215,8 @@ def test_authorization_code_flow_with_pkce_and_resource(fake: Fake) -> None:
     assert query["code_challenge_method"] == "S256"
     assert query["resource"] == f"{fake.url}/mcp"
     assert query["scope"] == "mcp:a offline_access"
+    # OpenID Connect Core §11: offline_access is honoured only with prompt=consent.
+    assert query["prompt"] == "consent"
     token = fake.seen("/token")[-1].form
     assert token["resource"] == f"{fake.url}/mcp" and token["code_verifier"]
     registration = fake.seen("/register")[-1]
@@ -276,8 +278,11 @@ def test_step_up_that_cannot_help_fails_only_that_call(fake: Fake) -> None:
         with pytest.raises(mcp_sync.AuthError) as info:
             session.call_tool("echo", {"message": "w"})
         assert info.value.oauth_error == "insufficient_scope"
+        assert "did not grant that scope" in str(info.value)
         assert not session.closed
-    assert len(fake.seen("/authorize")) <= 1 + 2
+    # The login, then one step-up the authorization server answered with the same scope.
+    assert len(fake.seen("/authorize")) == 2
+    assert len(fake.seen("/token")) == 2
 
 
 def test_client_credentials_with_a_secret(fake: Fake) -> None:
@@ -363,13 +368,112 @@ def test_a_hanging_token_endpoint_is_bounded_by_the_deadline(fake: Fake) -> None
         connect(fake, flow, handshake_timeout_ms=500)
 
 
-def test_token_endpoint_errors_name_only_the_registered_code(fake: Fake) -> None:
+def test_token_endpoint_errors_show_the_description_escaped_and_bounded(fake: Fake) -> None:
     fake.token_status = 400
     with pytest.raises(mcp_sync.AuthError) as info:
         connect(fake, auth.ClientCredentials("svc", client_secret="s"))
     assert info.value.oauth_error == "invalid_grant"
-    assert SECRET_DESCRIPTION not in str(info.value) and SECRET_DESCRIPTION not in repr(info.value)
-    assert info.value.detail.reveal()["error_description"] == SECRET_DESCRIPTION
+    message = str(info.value)
+    assert "(invalid_grant): the authorization server says \"client \\x1b[2Jauthentication failed" in message
+    assert "\x1b" not in message and message.endswith("…\"")
+    assert len(message) < 500
+    assert SECRET_DESCRIPTION not in message and SECRET_DESCRIPTION not in repr(info.value)
+    assert info.value.detail.reveal()["error_description"] == DESCRIPTION
+
+
+def test_prompt_consent_only_with_offline_access(fake: Fake) -> None:
+    fake.scopes_supported = ["mcp:a"]
+    with connect(fake, login(fake)) as session:
+        session.call_tool("echo", {"message": "hi"})
+    query = dict(httpx.URL(fake.seen("/authorize")[-1].path).params)
+    assert query["scope"] == "mcp:a" and "prompt" not in query
+    fake.scopes_supported = ["mcp:a", "offline_access"]
+    with connect(fake, login(fake, scope="mcp:b")) as session:
+        session.call_tool("echo", {"message": "hi"})
+    query = dict(httpx.URL(fake.seen("/authorize")[-1].path).params)
+    assert query["scope"] == "mcp:b offline_access" and query["prompt"] == "consent"
+
+
+def test_the_authorization_servers_dpop_nonce_is_kept(fake: Fake) -> None:
+    fake.token_nonces = ["nonce-one", "nonce-two"]
+    fake.token_lifetime = 3600
+    flow = auth.ClientCredentials("svc", client_secret="s", dpop=True)
+    with connect(fake, flow) as session:
+        session.call_tool("echo", {"message": "m"})
+        grant = flow._grant(f"{fake.url}/mcp")
+        for _ in range(2):  # two more token requests (refreshes) with the nonce kept
+            assert grant.token is not None
+            grant.token = replace(grant.token, refresh_at=0.0)
+            session.call_tool("echo", {"message": "m"})
+        assert fake.nonce_refusals == 1
+        fake.token_nonces.pop(0)  # the server moves on: one more round trip, then kept again
+        for _ in range(2):
+            assert grant.token is not None
+            grant.token = replace(grant.token, refresh_at=0.0)
+            session.call_tool("echo", {"message": "m"})
+    assert fake.nonce_refusals == 2
+    assert len(fake.seen("/token")) == 5 + 2
+
+
+@pytest.mark.parametrize(
+    ("method", "in_body"), [("client_secret_post", True), ("client_secret_basic", False)]
+)
+def test_token_endpoint_auth_method_is_the_registered_one(fake: Fake, method: str, in_body: bool) -> None:
+    fake.metadata_override = {
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"]
+    }
+    flow = auth.ClientCredentials("svc", client_secret="s3cr3t-value", token_endpoint_auth_method=method)
+    with connect(fake, flow) as session:
+        session.call_tool("echo", {"message": "m"})
+    request = fake.seen("/token")[-1]
+    assert (request.form.get("client_secret") == "s3cr3t-value") is in_body
+    assert ("authorization" in request.headers) is not in_body
+
+
+def test_token_endpoint_auth_method_the_provider_does_not_list(fake: Fake) -> None:
+    flow = auth.ClientCredentials("svc", client_secret="s", token_endpoint_auth_method="client_secret_post")
+    with pytest.raises(mcp_sync.AuthError, match="does not accept client_secret_post"):
+        connect(fake, flow)
+    assert fake.seen("/token") == []
+    code = auth.AuthorizationCode(
+        client_id="app", client_secret="s", token_endpoint_auth_method="client_secret_post",
+        redirect_handler=stand_in_browser(fake),
+    )  # fmt: skip
+    with pytest.raises(mcp_sync.AuthError, match="does not accept client_secret_post"):
+        connect(fake, code)
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"client_secret": "s", "token_endpoint_auth_method": "client_secret_jwt"}, "must be one of"),
+        ({"client_secret": "s", "token_endpoint_auth_method": "private_key_jwt"}, "needs private_key"),
+        ({"client_secret": "s", "token_endpoint_auth_method": 3}, "must be one of"),
+    ],
+)
+def test_token_endpoint_auth_method_is_checked(options: dict[str, object], problem: str) -> None:
+    with pytest.raises(mcp_sync.ProtocolError, match=problem):
+        auth.ClientCredentials("svc", **options)  # type: ignore[arg-type]
+    with pytest.raises(mcp_sync.ProtocolError, match="needs client_secret"):
+        auth.AuthorizationCode(client_id="app", token_endpoint_auth_method="client_secret_basic")
+    with pytest.raises(mcp_sync.ProtocolError, match="client_secret_basic or client_secret_post"):
+        auth.AuthorizationCode(client_id="app", client_secret="s", token_endpoint_auth_method="private_key_jwt")
+
+
+def test_a_pinned_issuer_never_listed_is_not_said_to_be_gone(fake: Fake) -> None:
+    flow = auth.ClientCredentials("svc", client_secret="s", issuer="https://other.example")
+    with pytest.raises(mcp_sync.AuthError) as info:
+        connect(fake, flow)
+    assert "does not list the authorization server this auth is pinned to" in str(info.value)
+    assert "no longer" not in str(info.value)
+    fake.issue_refresh = False
+    pinned = auth.ClientCredentials("svc", client_secret="s", issuer=fake.url)
+    with connect(fake, pinned) as session:
+        session.call_tool("echo", {"message": "m"})
+        fake.prm_override = {"authorization_servers": ["https://other.example"]}
+        fake.tokens.clear()  # a 401: discovery again, and the pinned server is gone
+        with pytest.raises(mcp_sync.AuthError, match="no longer lists"):
+            session.call_tool("echo", {"message": "m"})
 
 
 def test_plain_http_to_a_remote_host_is_refused_before_any_request() -> None:
@@ -454,3 +558,21 @@ def test_config_auth_entry_builds_the_flow_when_connecting(
         parse_config([{**entry, "auth": {"type": "client_credentials", "clientId": "svc", "clientSecret": "x"}}])
     with pytest.raises(ConfigError, match="auth"):
         parse_config([{**entry, "auth": {"type": "password"}}])
+
+
+def test_config_auth_entry_names_the_token_endpoint_auth_method(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_sync.config import ConfigError, parse_config
+
+    fake.metadata_override = {"token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"]}
+    auth_entry = {"type": "client_credentials", "clientId": "svc", "clientSecretEnv": "SVC_SECRET",
+                  "tokenEndpointAuthMethod": "client_secret_post"}  # fmt: skip
+    entry = {"server": "fake", "url": f"{fake.url}/mcp", "auth": auth_entry}
+    (config,) = parse_config([entry])
+    monkeypatch.setenv("SVC_SECRET", "from-the-environment")
+    with mcp_sync.connect(config) as session:
+        session.call_tool("echo", {"message": "m"})
+    assert fake.seen("/token")[-1].form["client_secret"] == "from-the-environment"
+    with pytest.raises(ConfigError, match="auth"):
+        parse_config([{**entry, "auth": {**auth_entry, "tokenEndpointAuthMethod": "client_secret_jwt"}}])

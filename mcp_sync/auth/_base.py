@@ -13,7 +13,7 @@ from .._errors import AuthError, McpError, ProtocolError, Timeout
 from .._limits import Limits
 from ._grant import Binding, Grant, Run
 from ._store import MemoryTokenStore, TokenStore
-from ._tokens import ClientAuth, TokenSet
+from ._tokens import CLIENT_AUTH_METHODS, ClientAuth, TokenSet
 
 if TYPE_CHECKING:
     import httpx
@@ -32,6 +32,23 @@ def check_scope(scope: object, option: str = "scope") -> str | None:
     if not isinstance(scope, str) or not _SCOPE.match(scope):
         raise ProtocolError(f"option {option} must be space-separated OAuth scope tokens")
     return scope
+
+
+def check_auth_method(method: object, *, secret: bool, key: bool = False) -> str | None:
+    """The ``token_endpoint_auth_method`` option: how the client was
+    registered to authenticate, which must suit the credential it was given."""
+    if method is None:
+        return None
+    if method not in CLIENT_AUTH_METHODS:
+        raise ProtocolError(
+            "option token_endpoint_auth_method must be one of " + ", ".join(CLIENT_AUTH_METHODS)
+        )
+    assert isinstance(method, str)
+    if method == "private_key_jwt" and not key:
+        raise ProtocolError("option token_endpoint_auth_method=private_key_jwt needs private_key")
+    if method != "private_key_jwt" and not secret:
+        raise ProtocolError(f"option token_endpoint_auth_method={method} needs client_secret")
+    return method
 
 
 class Auth(ABC):

@@ -1,6 +1,7 @@
 """Client credentials (OAuth 2.1 §4.2, the MCP ``oauth-client-credentials``
 extension): a service authenticates as itself, with a client secret (HTTP
-Basic or in the body, whichever the authorization server supports) or a
+Basic or in the body: the method it was registered with when the caller names
+it, else whichever the authorization server supports, Basic first) or a
 private-key JWT assertion (RFC 7523 §2.2, signed by ``joserfc``)."""
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ from collections.abc import Callable
 
 from .._errors import AuthError, ProtocolError
 from .._redact import Redacted
-from ._base import Auth, DpopSetting
+from ._base import Auth, DpopSetting, check_auth_method
 from ._discovery import ServerMetadata
 from ._grant import Grant, Run
 from ._jwt import SIGNING_ALGORITHMS, client_assertion_signer, load_private_key
 from ._store import TokenStore
-from ._tokens import ClientAuth, TokenSet, choose_method
+from ._tokens import ClientAuth, TokenSet, check_offered, choose_method
 
 __all__ = ["ClientCredentials", "client_auth_for"]
 
@@ -32,10 +33,18 @@ class _ClientSecretOrKey:
     """A confidential client's credential: a secret, or a private key."""
 
     def __init__(
-        self, client_id: str, client_secret: str | None, private_key: str | bytes | None, algorithm: str
+        self,
+        client_id: str,
+        client_secret: str | None,
+        private_key: str | bytes | None,
+        algorithm: str,
+        method: str | None = None,
     ) -> None:
         if (client_secret is None) == (private_key is None):
             raise ProtocolError("give exactly one of the options client_secret and private_key")
+        self.method = check_auth_method(
+            method, secret=client_secret is not None, key=private_key is not None
+        )
         if client_secret is not None and (not isinstance(client_secret, str) or not client_secret):
             raise ProtocolError("option client_secret must be a non-empty string")
         if algorithm not in SIGNING_ALGORITHMS:
@@ -55,12 +64,9 @@ class _ClientSecretOrKey:
     def client_auth(self, meta: ServerMetadata | None, server: str) -> ClientAuth:
         supported = meta.token_endpoint_auth_methods_supported if meta is not None else None
         if self._sign is not None:
-            if supported is not None and "private_key_jwt" not in supported:
-                raise AuthError(
-                    f"server {server!r}: its authorization server does not accept private_key_jwt"
-                )
+            check_offered("private_key_jwt", supported, server)
             return ClientAuth(self.client_id, "private_key_jwt", sign=self._sign)
-        return ClientAuth(self.client_id, choose_method(True, supported, server), self.secret)
+        return ClientAuth(self.client_id, choose_method(True, supported, server, self.method), self.secret)
 
 
 def client_auth_for(credential: _ClientSecretOrKey, run: Run) -> ClientAuth:
@@ -70,6 +76,11 @@ def client_auth_for(credential: _ClientSecretOrKey, run: Run) -> ClientAuth:
 class ClientCredentials(Auth):
     """A service's own identity: ``client_id`` with ``client_secret`` or a PEM
     ``private_key`` (signing a JWT assertion with ``signing_algorithm``).
+
+    ``token_endpoint_auth_method`` says how the client was registered to
+    authenticate (``client_secret_basic``, ``client_secret_post`` or
+    ``private_key_jwt``); by default a secret goes in HTTP Basic unless the
+    authorization server lists only ``client_secret_post``.
 
     Tokens are fetched when the server first asks and again before they
     expire; no person is ever involved.
@@ -86,10 +97,13 @@ class ClientCredentials(Auth):
         store: TokenStore | None = None,
         dpop: DpopSetting = "auto",
         issuer: str | None = None,
+        token_endpoint_auth_method: str | None = None,
     ) -> None:
         super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer)
         self.client_id = check_client_id(client_id)
-        self._credential = _ClientSecretOrKey(self.client_id, client_secret, private_key, signing_algorithm)
+        self._credential = _ClientSecretOrKey(
+            self.client_id, client_secret, private_key, signing_algorithm, token_endpoint_auth_method
+        )
 
     def __repr__(self) -> str:
         return f"<ClientCredentials client_id={self.client_id!r}>"

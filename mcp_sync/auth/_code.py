@@ -35,14 +35,14 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from .._errors import AuthError, LoginRequired, McpError, ProtocolError, Timeout
 from .._limits import DEFAULT_MAX_FRAME_BYTES, check_limit, seconds
 from .._redact import Redacted
-from ._base import Auth, DpopSetting
+from ._base import Auth, DpopSetting, check_auth_method
 from ._discovery import Challenge, Context, ServerMetadata, discover, parse_challenges
 from ._dpop import DpopKey
 from ._fetch import Fetcher
 from ._grant import Grant, Run, select_scope
 from ._loopback import LoopbackListener, free_loopback_uri
 from ._store import TokenStore
-from ._tokens import ClientAuth, TokenSet, choose_method, oauth_failure, token_request
+from ._tokens import ClientAuth, TokenSet, choose_method, oauth_failure, refusal, token_request
 from ._urls import is_loopback, same_origin
 
 if TYPE_CHECKING:
@@ -175,8 +175,9 @@ class AuthorizationCode(Auth):
     caller shows the URL and returns where the browser was sent (a notebook
     can ``input()`` it).
 
-    Client identity, in order: ``client_id`` (and ``client_secret``) when
-    pre-registered; ``client_metadata_url`` (a Client ID Metadata Document)
+    Client identity, in order: ``client_id`` (and ``client_secret``, sent
+    as ``token_endpoint_auth_method`` says when given) when pre-registered;
+    ``client_metadata_url`` (a Client ID Metadata Document)
     when the authorization server supports them; dynamic registration as
     ``client_name``, remembered in the store.
 
@@ -185,6 +186,10 @@ class AuthorizationCode(Auth):
     inside the request that needed it. With ``interactive=False`` no login is
     ever started for you: :class:`mcp_sync.LoginRequired` is raised instead
     (web applications, which use :meth:`begin_login`/:meth:`complete_login`).
+
+    When the authorization server lists ``offline_access``, it is requested
+    (for a refresh token) together with ``prompt=consent``, which OpenID
+    Connect providers require before they honour it.
     """
 
     interactive = True
@@ -206,6 +211,7 @@ class AuthorizationCode(Auth):
         store: TokenStore | None = None,
         dpop: DpopSetting = "auto",
         issuer: str | None = None,
+        token_endpoint_auth_method: str | None = None,
     ) -> None:
         super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer)
         if not isinstance(client_name, str) or not client_name.strip():
@@ -220,6 +226,14 @@ class AuthorizationCode(Auth):
                 raise ProtocolError("option client_secret must be a non-empty string")
         self.client_id = client_id
         self._client_secret = None if client_secret is None else Redacted(client_secret)
+        if token_endpoint_auth_method == "private_key_jwt":
+            raise ProtocolError(
+                "option token_endpoint_auth_method: AuthorizationCode authenticates with "
+                "client_secret_basic or client_secret_post"
+            )
+        self.token_endpoint_auth_method = check_auth_method(
+            token_endpoint_auth_method, secret=client_secret is not None
+        )
         if client_metadata_url is not None:
             if not isinstance(client_metadata_url, str) or not client_metadata_url.startswith("https://"):
                 raise ProtocolError("option client_metadata_url must be an https URL with a path")
@@ -296,7 +310,10 @@ class AuthorizationCode(Auth):
             with grant.lock:
                 grant.load()
                 challenge = _probe(fetcher, url, deadline)
-                ctx = discover(fetcher, url, challenge, deadline, issuer=self.issuer)
+                ctx = discover(
+                    fetcher, url, challenge, deadline, issuer=self.issuer,
+                    issuer_used=self.issuer is not None and grant.issuer == self.issuer,
+                )  # fmt: skip
                 grant.ctx = ctx
                 grant.switch_issuer(ctx.issuer)
                 run = Run(fetcher, ctx, grant, deadline, inline_login=True)
@@ -371,7 +388,10 @@ class AuthorizationCode(Auth):
         server = run.server
         if self.client_id is not None:
             method = choose_method(
-                self._client_secret is not None, meta.token_endpoint_auth_methods_supported, server
+                self._client_secret is not None,
+                meta.token_endpoint_auth_methods_supported,
+                server,
+                self.token_endpoint_auth_method,
             )
             return ClientAuth(self.client_id, method, self._client_secret)
         stored = run.grant.extra.get("client")
@@ -467,6 +487,9 @@ class AuthorizationCode(Auth):
         }
         if scope:
             query["scope"] = scope
+            if "offline_access" in scope.split():
+                # OpenID Connect Core §11: without it a provider ignores offline_access.
+                query["prompt"] = "consent"
         endpoint = meta.authorization_endpoint
         joiner = "&" if urlsplit(endpoint).query else "?"
         return PendingLogin(
@@ -543,7 +566,9 @@ class AuthorizationCode(Auth):
         if self.client_id is not None:
             ctx = grant.ctx
             supported = ctx.server.token_endpoint_auth_methods_supported if ctx is not None else None
-            method = choose_method(self._client_secret is not None, supported, "(refresh)")
+            method = choose_method(
+                self._client_secret is not None, supported, "(refresh)", self.token_endpoint_auth_method
+            )
             return ClientAuth(self.client_id, method, self._client_secret)
         stored = grant.extra.get("client")
         if isinstance(stored, dict):
@@ -597,13 +622,9 @@ def _check_redirect(pending: PendingLogin, redirect_url: str, server: str) -> st
         )
     error = value.get("error")
     if error is not None:
-        refused = AuthError("", error)
-        named = f" ({refused.oauth_error})" if refused.oauth_error else ""
-        raise AuthError(
-            f"server {server!r}: the authorization was refused{named}",
-            error,
-            Redacted({"error": error, "error_description": value.get("error_description")}),
-        )
+        description = value.get("error_description")
+        message, _ = refusal(server, "the authorization was refused", error, description)
+        raise AuthError(message, error, Redacted({"error": error, "error_description": description}))
     code = value.get("code", "")
     if not code or not _VISIBLE.match(code):
         raise AuthError(f"server {server!r}: the redirect carries no authorization code")

@@ -47,6 +47,9 @@ def _file(path: str | None, server: str, field: str) -> str | None:
         ) from None
 
 
+ClientAuthMethod = Literal["client_secret_basic", "client_secret_post", "private_key_jwt"]
+
+
 class _AuthBase(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True)
 
@@ -79,6 +82,7 @@ class OAuthConfig(_AuthBase):
     client_secret_env: NonEmpty | None = None
     client_metadata_url: NonEmpty | None = None
     redirect_uri: NonEmpty | None = None
+    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post"] | None = None
 
     def build(self, server: str) -> Any:
         from ._code import AuthorizationCode
@@ -89,6 +93,7 @@ class OAuthConfig(_AuthBase):
             client_secret=_env(self.client_secret_env, server, "clientSecretEnv"),
             client_metadata_url=self.client_metadata_url,
             redirect_uri=self.redirect_uri,
+            token_endpoint_auth_method=self.token_endpoint_auth_method,
             **self._common(),
         )
 
@@ -101,6 +106,7 @@ class ClientCredentialsConfig(_AuthBase):
     client_secret_env: NonEmpty | None = None
     private_key_file: NonEmpty | None = None
     signing_algorithm: NonEmpty = "ES256"
+    token_endpoint_auth_method: ClientAuthMethod | None = None
 
     def build(self, server: str) -> Any:
         from ._client_credentials import ClientCredentials
@@ -110,6 +116,7 @@ class ClientCredentialsConfig(_AuthBase):
             client_secret=_env(self.client_secret_env, server, "clientSecretEnv"),
             private_key=_file(self.private_key_file, server, "privateKeyFile"),
             signing_algorithm=self.signing_algorithm,
+            token_endpoint_auth_method=self.token_endpoint_auth_method,
             **self._common(),
         )
 
@@ -143,6 +150,7 @@ class EnterpriseConfig(_AuthBase):
     idp_client_secret_env: NonEmpty | None = None
     id_token_env: NonEmpty | None = None
     id_token_file: NonEmpty | None = None
+    token_endpoint_auth_method: ClientAuthMethod | None = None
 
     def build(self, server: str) -> Any:
         from pathlib import Path
@@ -164,6 +172,7 @@ class EnterpriseConfig(_AuthBase):
             idp_client_id=self.idp_client_id,
             idp_client_secret=_env(self.idp_client_secret_env, server, "idpClientSecretEnv"),
             id_token=id_token,
+            token_endpoint_auth_method=self.token_endpoint_auth_method,
             **self._common(),
         )
 

@@ -327,9 +327,11 @@ def discover(
     deadline: float,
     *,
     issuer: str | None = None,
+    issuer_used: bool = False,
 ) -> Context:
     """Run discovery for the server at ``server_url``. ``issuer`` pins the
-    authorization server to use when the resource metadata lists several."""
+    authorization server to use when the resource metadata lists several;
+    ``issuer_used``: the pinned one was found (and used) before."""
     server = fetcher.server
     prm = _find_resource_metadata(fetcher, server_url, challenge, deadline)
     if prm is None:
@@ -349,9 +351,14 @@ def discover(
     chosen = prm.authorization_servers[0]
     if issuer is not None:
         if issuer not in prm.authorization_servers:
+            if issuer_used:
+                raise AuthError(
+                    f"server {server!r} no longer lists the authorization server this auth was "
+                    "configured for (issuer)"
+                )
             raise AuthError(
-                f"server {server!r} no longer lists the authorization server this auth was "
-                "configured for (issuer)"
+                f"server {server!r} does not list the authorization server this auth is pinned "
+                "to (issuer) in its protected resource metadata"
             )
         chosen = issuer
     meta = _find_server_metadata(fetcher, chosen, (chosen,), deadline, legacy=False)

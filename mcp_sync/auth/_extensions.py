@@ -101,10 +101,13 @@ class EnterpriseManagedAuthorization(Auth):
         store: TokenStore | None = None,
         dpop: DpopSetting = "auto",
         issuer: str | None = None,
+        token_endpoint_auth_method: str | None = None,
     ) -> None:
         super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer)
         self.client_id = check_client_id(client_id)
-        self._credential = _ClientSecretOrKey(self.client_id, client_secret, private_key, signing_algorithm)
+        self._credential = _ClientSecretOrKey(
+            self.client_id, client_secret, private_key, signing_algorithm, token_endpoint_auth_method
+        )
         try:
             self.idp_token_endpoint = check_oauth_url(idp_token_endpoint, "idp_token_endpoint", "-")
         except AuthError:

@@ -286,7 +286,9 @@ class Grant:
         """Discover (again) and get a new token. Called with ``lock`` held."""
         ctx = self.ctx
         if rediscover or ctx is None:
-            ctx = discover(fetcher, self.url, challenge, deadline, issuer=self.auth.issuer)
+            pinned = self.auth.issuer
+            used = pinned is not None and self.issuer == pinned
+            ctx = discover(fetcher, self.url, challenge, deadline, issuer=pinned, issuer_used=used)
             self.ctx = ctx
         self.switch_issuer(ctx.issuer)
         if scope is None:
@@ -457,6 +459,14 @@ class Binding:
             scope=scope,
             rediscover=grant.ctx is None,
         )
+        new = grant.token
+        if new is not None and new.scope is not None and not wanted <= set(new.scope.split()):
+            # The authorization server would not grant it: asking again cannot help.
+            raise AuthError(
+                f"server {self.server!r} refused the request for lack of scope, and its "
+                "authorization server did not grant that scope when asked",
+                "insufficient_scope",
+            )
         return True
 
     def failure(self, status: int) -> tuple[McpError, bool]:

@@ -2,13 +2,19 @@
 
 A token response is untrusted input: its fields are type-checked, its error
 codes are repeated only when they are registered OAuth codes, and its
-descriptions go only into ``AuthError.detail``.
+``error_description`` is shown escaped, redacted and cut short (the whole of
+it stays in ``AuthError.detail``).
+
+The DPoP nonce an authorization server hands out (RFC 9449 §8) is kept per
+authorization server in :data:`NONCES`, so the next token request to it sends
+the nonce at once instead of paying a ``use_dpop_nonce`` round trip.
 """
 
 from __future__ import annotations
 
 import base64
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -16,16 +22,25 @@ from typing import Any
 from urllib.parse import quote
 
 from .._errors import AuthError
-from .._redact import Redacted
+from .._redact import Redacted, redact
+from .._text import escape
 from ._fetch import Fetcher, Reply
 
-__all__ = ["ClientAuth", "TokenSet", "token_request"]
+__all__ = ["NONCES", "ClientAuth", "NonceBook", "TokenSet", "describe", "token_request"]
 
 _VISIBLE = re.compile(r"[\x21-\x7e]+\Z")
 MAX_TOKEN_CHARS = 16 * 1024
 MAX_EXPIRES_IN = 10 * 365 * 24 * 3600
 EARLY_REFRESH = 60.0
 """Seconds before expiry at which a token is refreshed ahead of use."""
+
+MAX_DESCRIPTION_CHARS = 300
+"""How much of a provider's ``error_description`` a message shows."""
+CLIENT_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")
+"""The values of the ``token_endpoint_auth_method`` option."""
+_KNOWN_METHODS = (
+    "none", *CLIENT_AUTH_METHODS, "client_secret_jwt", "tls_client_auth", "self_signed_tls_client_auth"
+)
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -125,11 +140,17 @@ class ClientAuth:
         return f"ClientAuth(client_id={self.client_id!r}, method={self.method!r})"
 
 
-def choose_method(has_secret: bool, supported: tuple[str, ...] | None, server: str) -> str:
+def choose_method(
+    has_secret: bool, supported: tuple[str, ...] | None, server: str, wanted: str | None = None
+) -> str:
     """The token endpoint auth method for a client with (or without) a secret,
-    among those the authorization server supports (RFC 8414 default: basic)."""
+    among those the authorization server supports (RFC 8414 default: basic).
+    ``wanted`` is the method the client was registered with, when the caller
+    said (the option ``token_endpoint_auth_method``)."""
     if not has_secret:
         return "none"
+    if wanted is not None:
+        return check_offered(wanted, supported, server)
     offered = supported if supported is not None else ("client_secret_basic",)
     for method in ("client_secret_basic", "client_secret_post"):
         if method in offered:
@@ -140,18 +161,49 @@ def choose_method(has_secret: bool, supported: tuple[str, ...] | None, server: s
     )
 
 
+def check_offered(method: str, supported: tuple[str, ...] | None, server: str) -> str:
+    """``method`` (the caller's ``token_endpoint_auth_method``) when the
+    authorization server's metadata does not rule it out."""
+    if supported is not None and method not in supported:
+        # Only registered method names are repeated, never other server text.
+        listed = [item for item in _KNOWN_METHODS if item in supported]
+        raise AuthError(
+            f"server {server!r}: its authorization server does not accept {method} "
+            f"(its metadata lists {', '.join(listed) or 'no method this client knows'})"
+        )
+    return method
+
+
+def describe(value: object) -> str | None:
+    """A provider's ``error_description`` made fit for a message: redacted
+    (a provider may echo what it was sent), escaped, and cut short; None
+    when there is none."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    # Cut before redacting (bounded work), and again after escaping.
+    text = escape(redact(value.strip()[: MAX_DESCRIPTION_CHARS * 4]))
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        text = text[: MAX_DESCRIPTION_CHARS - 1] + "…"
+    return text
+
+
+def refusal(server: str, what: str, code: object, description: object) -> tuple[str, str | None]:
+    """The message of a refusal, and the OAuth code as the error keeps it."""
+    code = code if isinstance(code, str) else None
+    named = AuthError("", code).oauth_error
+    said = describe(description)
+    text = f"server {server!r}: {what}" + (f" ({named})" if named else "")
+    if said is not None:
+        text += f': the authorization server says "{said}"'
+    return text, code
+
+
 def oauth_failure(reply: Reply, server: str, what: str) -> AuthError:
     """The error for a refused token, registration or exchange request."""
     body = reply.body if isinstance(reply.body, dict) else {}
-    code = body.get("error")
-    code = code if isinstance(code, str) else None
-    error = AuthError("", code)
-    named = f" ({error.oauth_error})" if error.oauth_error else ""
-    return AuthError(
-        f"server {server!r}: {what} was refused with HTTP {reply.status}{named}",
-        code,
-        Redacted({"error": code, "error_description": body.get("error_description")}),
-    )
+    description = body.get("error_description")
+    message, code = refusal(server, f"{what} was refused with HTTP {reply.status}", body.get("error"), description)
+    return AuthError(message, code, Redacted({"error": code, "error_description": description}))
 
 
 def parse_token_response(reply: Reply, server: str, what: str, now: float | None = None) -> TokenSet:
@@ -196,6 +248,45 @@ def keep_refresh(new: TokenSet, old: TokenSet | None) -> TokenSet:
     return new
 
 
+MAX_NONCE_CHARS = 1024
+MAX_NONCE_SERVERS = 256
+
+
+class NonceBook:
+    """The last DPoP nonce each authorization server sent, by issuer."""
+
+    def __init__(self) -> None:
+        # Guards _nonces; held only for a dict read or write, by any thread
+        # making a token request (never across a network exchange).
+        self._lock = threading.Lock()
+        self._nonces: dict[str, str] = {}
+
+    def get(self, issuer: str) -> str | None:
+        with self._lock:
+            return self._nonces.get(issuer)
+
+    def offer(self, issuer: str, nonce: str | None) -> str | None:
+        """Keep ``nonce`` (from a ``DPoP-Nonce`` header) when it is usable;
+        return it, or None."""
+        if not nonce or len(nonce) > MAX_NONCE_CHARS or not _VISIBLE.match(nonce):
+            return None
+        with self._lock:
+            self._nonces.pop(issuer, None)
+            if len(self._nonces) >= MAX_NONCE_SERVERS:
+                del self._nonces[next(iter(self._nonces))]  # the oldest
+            self._nonces[issuer] = nonce
+        return nonce
+
+    def clear(self) -> None:
+        with self._lock:
+            self._nonces.clear()
+
+
+NONCES = NonceBook()
+"""Authorization servers' DPoP nonces, shared by every auth object: a nonce
+belongs to the server that sent it, not to a client."""
+
+
 def token_request(
     fetcher: Fetcher,
     token_endpoint: str,
@@ -207,9 +298,10 @@ def token_request(
     what: str,
     proof: Callable[[str | None], str] | None = None,
 ) -> TokenSet:
-    """POST to a token endpoint; ``proof(nonce)`` makes a DPoP proof, and one
-    ``use_dpop_nonce`` challenge is answered (RFC 9449 §8)."""
-    nonce: str | None = None
+    """POST to a token endpoint; ``proof(nonce)`` makes a DPoP proof with the
+    nonce this authorization server last sent, and one ``use_dpop_nonce``
+    challenge is answered (RFC 9449 §8)."""
+    nonce = NONCES.get(audience) if proof is not None else None
     for _attempt in range(2):
         body = dict(form)
         headers: dict[str, str] = {}
@@ -218,14 +310,12 @@ def token_request(
         if proof is not None:
             headers["DPoP"] = proof(nonce)
         reply = fetcher.request("POST", token_endpoint, deadline, what=what, form=body, headers=headers)
-        offered = reply.headers.get("dpop-nonce")
+        offered = NONCES.offer(audience, reply.headers.get("dpop-nonce")) if proof is not None else None
         if (
-            proof is not None
+            offered is not None
             and reply.status in (400, 401)
             and isinstance(reply.body, dict)
             and reply.body.get("error") == "use_dpop_nonce"
-            and offered
-            and _VISIBLE.match(offered)
             and offered != nonce
         ):
             nonce = offered
