@@ -37,7 +37,8 @@ from ._redact import redact
 
 if TYPE_CHECKING:
     from ._catalog import CallToolResult
-    from ._session import Session, _Core
+    from ._session import _Core
+    from ._session_api import Session
 
 __all__ = [
     "CALLS",
