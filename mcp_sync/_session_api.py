@@ -161,9 +161,16 @@ class Session:
                 "max_timeout_ms": max_timeout_ms,
                 "task": task,
             }
+        core = self._core
         if _log.CALLS.isEnabledFor(_log.DEBUG):
-            return _log.logged_call(self._core, name, arguments, timeout_ms, traceparent, **options)
-        return self._core.call_tool(name, arguments, timeout_ms, traceparent, **options)
+            return _log.logged_call(
+                core.server,
+                lambda: core.call_tool(name, arguments, timeout_ms, traceparent, **options),
+                name,
+                timeout_ms,
+                traceparent,
+            )
+        return core.call_tool(name, arguments, timeout_ms, traceparent, **options)
 
     def refresh_tools(self, *, timeout_ms: int | None = None) -> tuple[Tool, ...]:
         """Walk ``tools/list`` again under every catalog rule and swap the new
