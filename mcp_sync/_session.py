@@ -3,7 +3,8 @@ place where a session dies (``_Core.terminate``).
 
 A transport (stdio or HTTP) moves bytes. Everything that decides what a frame
 means, which waiter it completes and when the session ends lives here, so both
-transports behave the same.
+transports behave the same. The public ``Session`` over this core is in
+``_session_api.py``; features see the core only as ``_core_api.Core``.
 """
 
 from __future__ import annotations
