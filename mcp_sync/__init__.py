@@ -6,8 +6,6 @@ threads, close it (or leave a ``with`` block). See ``docs/`` for the guides.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from ._catalog import CallToolResult, ServerInfo, Tool, thaw
 from ._client import connect, connect_http
 from ._errors import (
@@ -30,7 +28,6 @@ from ._handlers import (
     ElicitationResult,
     HandlerError,
     Handlers,
-    Root,
     SamplingRequest,
     SamplingResult,
 )
@@ -62,8 +59,11 @@ from ._resources import (
     ResourceContents,
     ResourceTemplate,
 )
+from ._roots import Root
 from ._servers import DEFAULT_HEALTH_CHECK_TIMEOUT_MS, RespawnPolicy, Servers
-from ._session import CLIENT_INFO, Session
+from ._session import CLIENT_INFO
+from ._session_api import Session
+from ._version import __version__
 from ._versions import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,

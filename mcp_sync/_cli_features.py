@@ -18,7 +18,7 @@ from ._errors import McpError
 from ._text import escape
 
 if TYPE_CHECKING:
-    from ._session import Session
+    from ._session_api import Session
     from .cli import _Server
     from .flows import Flow, FlowResult
 

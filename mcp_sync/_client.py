@@ -13,7 +13,8 @@ from ._errors import McpError, ProtocolError
 from ._handlers import Handlers
 from ._limits import Limits
 from ._redact import Diagnostics
-from ._session import Session, _Core
+from ._session import _Core
+from ._session_api import Session
 from ._validate import require_jsonschema
 
 __all__ = ["connect", "connect_http"]

@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -35,9 +33,11 @@ from ._catalog import freeze, thaw
 from ._errors import InputRequired, McpError, ProtocolError, Timeout
 from ._jsonrpc import encode
 from ._limits import check_limit, reply_not_queued, seconds
+from ._roots import Root, RootsProvider, has_control_chars, normalize_roots
 from ._workers import Workers
 
 if TYPE_CHECKING:
+    from ._core_api import Core
     from ._session import _Core
 
 __all__ = [
@@ -48,15 +48,15 @@ __all__ = [
     "Root",
     "SamplingRequest",
     "SamplingResult",
-    "RootsMixin",
     "ServerRequests",
+    "roots_changed",
+    "set_roots",
 ]
 
 DEFAULT_MAX_CONCURRENCY = 4
 MAX_FORM_FIELDS = 100
 """An elicitation form with more fields than this is refused (-32602)."""
 MAX_URL_CHARS = 8192
-MAX_ROOTS = 1024
 
 # JSON-RPC codes of our error replies.
 METHOD_NOT_FOUND = -32601
@@ -68,20 +68,6 @@ _log = logging.getLogger("mcp_sync.handlers")
 
 
 # --------------------------------------------------------------------- public types
-
-
-@dataclass(frozen=True, slots=True)
-class Root:
-    """A filesystem root the client exposes: a ``file://`` URI and an optional name."""
-
-    uri: str
-    name: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"uri": self.uri}
-        if self.name is not None:
-            out["name"] = self.name
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +167,6 @@ class HandlerError(Exception):
 
 ElicitationHandler = Callable[[ElicitationRequest], ElicitationResult | Mapping[str, Any]]
 SamplingHandler = Callable[[SamplingRequest], SamplingResult | Mapping[str, Any]]
-RootLike = Root | str | os.PathLike[str] | Mapping[str, Any]
-RootsProvider = Sequence[RootLike] | Callable[[], Sequence[RootLike]]
 
 
 @dataclass(frozen=True)
@@ -242,45 +226,6 @@ class Handlers:
         if self.roots is not None:
             out["roots"] = {"listChanged": True}
         return out
-
-
-def normalize_roots(roots: object) -> tuple[Root, ...]:
-    """Roots as given by a caller -> checked :class:`Root` values."""
-    if isinstance(roots, (str, bytes, Mapping)) or not isinstance(roots, Sequence):
-        raise ProtocolError("roots must be a list of roots (file:// URIs, paths or Root values)")
-    if len(roots) > MAX_ROOTS:
-        raise ProtocolError(f"roots: more than {MAX_ROOTS} roots")
-    return tuple(_root(item) for item in roots)
-
-
-def _root(item: object) -> Root:
-    name: object = None
-    uri: object
-    if isinstance(item, Root):
-        uri, name = item.uri, item.name
-    elif isinstance(item, Mapping):
-        uri, name = item.get("uri"), item.get("name")
-    elif isinstance(item, os.PathLike):
-        path = Path(os.fspath(item))
-        if not path.is_absolute():
-            raise ProtocolError("a root path must be absolute")
-        uri = path.as_uri()
-    elif isinstance(item, str) and not item.startswith("file:"):
-        path = Path(item)
-        if not path.is_absolute():
-            raise ProtocolError("a root must be a file:// URI or an absolute path")
-        uri = path.as_uri()
-    else:
-        uri = item
-    if not isinstance(uri, str) or not uri.startswith("file://") or _unsafe(uri):
-        raise ProtocolError("a root must be a file:// URI without control characters")
-    if name is not None and not isinstance(name, str):
-        raise ProtocolError("a root's name must be a string")
-    return Root(uri, name)
-
-
-def _unsafe(text: str) -> bool:
-    return any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text)
 
 
 # --------------------------------------------------------------------- the dispatcher
@@ -591,7 +536,7 @@ def parse_elicitation(server: str, params: Mapping[str, Any], cancelled: threadi
 
 
 def _valid_url(url: str) -> bool:
-    if len(url) > MAX_URL_CHARS or _unsafe(url) or any(ch.isspace() for ch in url):
+    if len(url) > MAX_URL_CHARS or has_control_chars(url) or any(ch.isspace() for ch in url):
         return False
     try:
         parts = urlsplit(url)
@@ -767,26 +712,17 @@ def sampling_reply(answer: object) -> dict[str, Any]:
     return out
 
 
+# --------------------------------------------------------------------- the session's roots methods
 
-class RootsMixin:
-    """``Session`` methods for the roots a session exposes."""
 
-    __slots__ = ()
+def set_roots(core: Core, roots: RootsProvider) -> None:
+    """``Session.set_roots``: replace the roots, then tell the server."""
+    core.inbound.requests.set_roots(roots)
+    roots_changed(core)
 
-    if TYPE_CHECKING:
-        _core: _Core
 
-    def set_roots(self, roots: RootsProvider) -> None:
-        """Replace the roots given to ``Handlers(roots=...)`` and tell the
-        server (``notifications/roots/list_changed``)."""
-        core = self._core
-        core.inbound.requests.set_roots(roots)
-        self.roots_changed()
-
-    def roots_changed(self) -> None:
-        """Tell the server the roots changed (say, what a roots callable
-        returns), so it asks again."""
-        core = self._core
-        if core.inbound.requests.roots_provider is None:
-            raise ProtocolError("roots_changed needs a session connected with Handlers(roots=...)")
-        core.notify("notifications/roots/list_changed", seconds(core.limits.request_timeout_ms))
+def roots_changed(core: Core) -> None:
+    """``Session.roots_changed``: ``notifications/roots/list_changed``."""
+    if core.inbound.requests.roots_provider is None:
+        raise ProtocolError("roots_changed needs a session connected with Handlers(roots=...)")
+    core.notify("notifications/roots/list_changed", seconds(core.limits.request_timeout_ms))

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 from ._limits import request_budget, seconds
 
 if TYPE_CHECKING:
-    from ._session import _Core
+    from ._core_api import Core
 
 __all__ = ["probe"]
 
 
-def probe(core: _Core, timeout_ms: int | None) -> None:
+def probe(core: Core, timeout_ms: int | None) -> None:
     """Send the era's probe and block for its answer, at most ``timeout_ms``."""
     budget, option = request_budget(core.limits, timeout_ms)
     terminal = core.terminal
@@ -27,7 +27,7 @@ def probe(core: _Core, timeout_ms: int | None) -> None:
         raise terminal._copy()
     # A session of the modern era sends every request through its era's path
     # (``core.modern``, set by era negotiation); a handshake-era session has none.
-    modern = getattr(core, "modern", None)
+    modern = core.modern
     if modern is not None:
         modern.request(
             core,

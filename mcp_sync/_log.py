@@ -30,14 +30,14 @@ import contextlib
 import logging
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._errors import McpError, ProtocolError
 from ._redact import redact
 
 if TYPE_CHECKING:
-    from ._catalog import CallToolResult
-    from ._session import Session, _Core
+    from ._catalog import CallToolResult, Tool
 
 __all__ = [
     "CALLS",
@@ -97,21 +97,43 @@ def _error_fields(error: BaseException) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ session
 
+# What these records read of a session and of its core: structural types, so
+# that this module, which the session imports, imports nothing of the session.
 
-def connected(session: Session, transport: str, started: float) -> None:
+
+class _Connected(Protocol):
+    @property
+    def server(self) -> str: ...
+    @property
+    def era(self) -> str: ...
+    @property
+    def protocol_version(self) -> str: ...
+    @property
+    def tools(self) -> tuple[Tool, ...]: ...
+
+
+class _Ending(Protocol):
+    @property
+    def server(self) -> str: ...
+    @property
+    def transport(self) -> object: ...
+    def failed(self) -> bool: ...
+
+
+def connected(session: _Connected, transport: str, started: float) -> None:
     """``connect()`` finished: the handshake time, the version, the catalog size."""
     elapsed = _ms(started)
-    core, version, tools = session._core, session.protocol_version, len(session.tools)
-    era = getattr(core, "era", None) or "legacy"
+    server, version, tools = session.server, session.protocol_version, len(session.tools)
+    era = session.era or "legacy"
     _emit(
-        SESSION, logging.INFO, "connect", core.server,
+        SESSION, logging.INFO, "connect", server,
         "connected to server %r over %s in %.1f ms: protocol %s, %d tools",
-        core.server, transport, elapsed, version, tools,
+        server, transport, elapsed, version, tools,
         transport=transport, handshake_ms=elapsed, protocol_version=version, era=era, tools=tools,
     )  # fmt: skip
     _emit(
-        SESSION, logging.DEBUG, "era", core.server,
-        "server %r speaks the %s era (protocol %s)", core.server, era, version,
+        SESSION, logging.DEBUG, "era", server,
+        "server %r speaks the %s era (protocol %s)", server, era, version,
         era=era, protocol_version=version,
     )  # fmt: skip
 
@@ -127,7 +149,7 @@ def connect_failed(server: object, error: BaseException, started: float) -> None
     )  # fmt: skip
 
 
-def ended(core: _Core, error: McpError) -> float:
+def ended(core: _Ending, error: McpError) -> float:
     """The terminal transition happened; returns when (for :func:`torn_down`).
 
     A session its owner closed is not news; any other ending is a warning.
@@ -142,7 +164,7 @@ def ended(core: _Core, error: McpError) -> float:
     return time.monotonic()
 
 
-def torn_down(core: _Core, ended_at: float) -> None:
+def torn_down(core: _Ending, ended_at: float) -> None:
     """The transport's teardown is complete: threads joined, process gone."""
     code = getattr(core.transport, "returncode", None)
     elapsed = _ms(ended_at) if ended_at else 0.0
@@ -168,17 +190,15 @@ def cancelled(server: str, request_id: int, queued: bool) -> None:
 
 
 def logged_call(
-    core: _Core,
+    server: str,
+    call: Callable[[], CallToolResult],
     name: str,
-    arguments: Any,
     timeout_ms: int | None,
     traceparent: str | None,
-    **options: Any,
 ) -> CallToolResult:
-    """``core.call_tool`` with a DEBUG record before and after (``options``:
-    progress and task options, passed on)."""
+    """``call()`` (the core's ``call_tool`` of tool ``name``) with a DEBUG
+    record before and after."""
     tool = ascii(name)
-    server = core.server
     trace = {"traceparent": traceparent} if traceparent is not None else {}
     _emit(
         CALLS, logging.DEBUG, "call_start", server,
@@ -187,7 +207,7 @@ def logged_call(
     started = time.perf_counter()
     outcome = "ok"
     try:
-        result = core.call_tool(name, arguments, timeout_ms, traceparent, **options)
+        result = call()
         if result.is_error:
             outcome = "tool_error"
         return result

@@ -17,9 +17,9 @@ from ._errors import McpError, RemoteError
 from ._limits import check_limit, seconds
 
 if TYPE_CHECKING:
-    from ._session import _Core
+    from ._core_api import Core
 
-__all__ = ["CatalogMixin", "refresh_tools", "with_context"]
+__all__ = ["refresh_tools", "with_context"]
 
 
 def with_context(error: McpError, prefix: str) -> McpError:
@@ -30,7 +30,11 @@ def with_context(error: McpError, prefix: str) -> McpError:
     return type(error)(message)
 
 
-def refresh_tools(core: _Core, timeout_ms: int | None) -> tuple[Tool, ...]:
+def refresh_tools(core: Core, timeout_ms: int | None) -> tuple[Tool, ...]:
+    """``Session.refresh_tools`` (and ``auto_refresh``'s thread): walk
+    ``tools/list`` under every catalog rule; swap the snapshot only if the
+    whole walk passed. ``timeout_ms`` bounds each page (``None``:
+    ``handshake_timeout_ms``)."""
     terminal = core.terminal
     if terminal is not None:
         raise terminal._copy()
@@ -56,36 +60,3 @@ def refresh_tools(core: _Core, timeout_ms: int | None) -> tuple[Tool, ...]:
         core.catalog = Snapshot(walk.tools())
         inbound.last_refresh_error = None
     return core.catalog.tools
-
-
-class CatalogMixin:
-    """``Session`` methods for a catalog that may change."""
-
-    __slots__ = ()
-
-    if TYPE_CHECKING:
-        _core: _Core
-
-    @property
-    def tools(self) -> tuple[Tool, ...]:
-        """The deep-frozen catalog snapshot, in the server's order (replaced
-        whole by :meth:`refresh_tools`)."""
-        return self._core.catalog.tools
-
-    @property
-    def tools_changed(self) -> bool:
-        """Whether the server said its tool list changed since the walk that
-        made :attr:`tools` began (``notifications/tools/list_changed``)."""
-        return self._core.inbound.changed["tools"].is_set()
-
-    @property
-    def last_refresh_error(self) -> McpError | None:
-        """Why the last refresh (explicit or automatic) failed, or ``None``
-        if it succeeded (or none ran)."""
-        return self._core.inbound.last_refresh_error
-
-    def refresh_tools(self, *, timeout_ms: int | None = None) -> tuple[Tool, ...]:
-        """Walk ``tools/list`` again under every catalog rule and swap the new
-        snapshot in at once; return it. On failure raise, keep the old one.
-        ``timeout_ms`` bounds each page (default ``handshake_timeout_ms``)."""
-        return refresh_tools(self._core, timeout_ms)

@@ -23,7 +23,8 @@ from ._errors import InvalidResponse, ProtocolError
 from ._limits import request_budget, seconds
 
 if TYPE_CHECKING:
-    from ._session import _Core
+    from ._core_api import Core
+    from ._limits import Limits
 
 __all__ = [
     "MAX_COMPLETION_VALUES",
@@ -37,7 +38,12 @@ __all__ = [
     "Resource",
     "ResourceContents",
     "ResourceTemplate",
-    "ResourcesMixin",
+    "complete",
+    "get_prompt",
+    "list_prompts",
+    "list_resource_templates",
+    "list_resources",
+    "read_resource",
 ]
 
 MAX_LIST_ITEMS = 10_000
@@ -196,8 +202,8 @@ def _put(out: dict[str, Any], **fields: Any) -> None:
 
 
 class _ListWalk(PageWalk):
-    def __init__(self, core: _Core) -> None:
-        super().__init__(core.limits)
+    def __init__(self, limits: Limits) -> None:
+        super().__init__(limits)
         self.items: list[Any] = []
 
     def entries(self, entries: list[Any]) -> None:
@@ -376,94 +382,72 @@ def completion_ref(ref: object) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------- the session's methods
+# (each a function of the narrow core protocol; ``Session`` delegates to them)
 
 
-class ResourcesMixin:
-    """``Session`` methods for resources, prompts and completion."""
+def _walk(core: Core, walk: _ListWalk, capability: str, timeout_ms: int | None) -> tuple[Any, ...]:
+    core.require(capability, walk.method)
+    timeout_ms, option = request_budget(core.limits, timeout_ms)
+    kind = walk.key if walk.key in core.inbound.changed else None
+    if kind is not None:
+        core.inbound.changed[kind].clear()
+    deadline = time.monotonic() + seconds(timeout_ms)
+    core.walk(walk, seconds(timeout_ms), f"{option}={timeout_ms}", deadline=deadline)
+    return tuple(walk.items)
 
-    __slots__ = ()
 
-    if TYPE_CHECKING:
-        _core: _Core
+def _ask(core: Core, method: str, params: dict[str, Any], timeout_ms: int | None, what: str) -> Any:
+    timeout_ms, option = request_budget(core.limits, timeout_ms)
+    server = core.server
+    return core.ask(
+        method, params, seconds(timeout_ms), lambda: f"{what} on server {server!r} ({option}={timeout_ms})"
+    )
 
-    def _walk(self, walk: _ListWalk, capability: str, timeout_ms: int | None) -> tuple[Any, ...]:
-        core = self._core
-        core.require(capability, walk.method)
-        timeout_ms, option = request_budget(core.limits, timeout_ms)
-        kind = walk.key if walk.key in core.inbound.changed else None
-        if kind is not None:
-            core.inbound.changed[kind].clear()
-        deadline = time.monotonic() + seconds(timeout_ms)
-        core.walk(walk, seconds(timeout_ms), f"{option}={timeout_ms}", deadline=deadline)
-        return tuple(walk.items)
 
-    def list_resources(self, *, timeout_ms: int | None = None) -> tuple[Resource, ...]:
-        """Every resource the server lists (all pages), in its order.
-        ``timeout_ms`` bounds the whole walk (default ``request_timeout_ms``)."""
-        return self._walk(_Resources(self._core), "resources", timeout_ms)
+def list_resources(core: Core, timeout_ms: int | None) -> tuple[Resource, ...]:
+    """``Session.list_resources``: every page of ``resources/list``, within one deadline."""
+    return _walk(core, _Resources(core.limits), "resources", timeout_ms)
 
-    def list_resource_templates(self, *, timeout_ms: int | None = None) -> tuple[ResourceTemplate, ...]:
-        """Every resource template the server lists (all pages)."""
-        return self._walk(_Templates(self._core), "resources", timeout_ms)
 
-    def read_resource(self, uri: str, *, timeout_ms: int | None = None) -> ReadResourceResult:
-        """Read one resource: text and/or binary (decoded) contents."""
-        core = self._core
-        core.require("resources", "resources/read")
-        uri = _string(uri, "uri")
-        result = self._ask("resources/read", {"uri": uri}, timeout_ms, f"resources/read of {uri[:200]!a}")
-        return parse_contents(result, uri)
+def list_resource_templates(core: Core, timeout_ms: int | None) -> tuple[ResourceTemplate, ...]:
+    """``Session.list_resource_templates``: every page of ``resources/templates/list``."""
+    return _walk(core, _Templates(core.limits), "resources", timeout_ms)
 
-    def list_prompts(self, *, timeout_ms: int | None = None) -> tuple[Prompt, ...]:
-        """Every prompt the server lists (all pages)."""
-        return self._walk(_Prompts(self._core), "prompts", timeout_ms)
 
-    def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout_ms: int | None = None
-    ) -> GetPromptResult:
-        """Get one prompt, filled in with ``arguments`` (strings)."""
-        self._core.require("prompts", "prompts/get")
-        params = {"name": _string(name, "prompt name"), "arguments": _string_map(arguments, "prompt arguments")}
-        result = self._ask("prompts/get", params, timeout_ms, f"prompts/get of prompt {name!a}")
-        return parse_prompt(result, name)
+def read_resource(core: Core, uri: str, timeout_ms: int | None) -> ReadResourceResult:
+    """``Session.read_resource``: ``resources/read`` of one URI."""
+    core.require("resources", "resources/read")
+    uri = _string(uri, "uri")
+    result = _ask(core, "resources/read", {"uri": uri}, timeout_ms, f"resources/read of {uri[:200]!a}")
+    return parse_contents(result, uri)
 
-    def complete(
-        self,
-        ref: Prompt | ResourceTemplate | Mapping[str, str],
-        argument: Mapping[str, str],
-        *,
-        context: Mapping[str, str] | None = None,
-        timeout_ms: int | None = None,
-    ) -> Completion:
-        """Ask for completions of one argument of a prompt or a resource
-        template: ``argument`` is ``{"name": ..., "value": ...}``, ``context``
-        the arguments already resolved."""
-        self._core.require("completions", "completion/complete")
-        arg = _string_map(argument, "argument")
-        if set(arg) != {"name", "value"}:
-            raise ProtocolError('argument must be {"name": ..., "value": ...}')
-        params: dict[str, Any] = {"ref": completion_ref(ref), "argument": arg}
-        if context is not None:
-            params["context"] = {"arguments": _string_map(context, "context")}
-        return parse_completion(self._ask("completion/complete", params, timeout_ms, "completion/complete"))
 
-    def _ask(self, method: str, params: dict[str, Any], timeout_ms: int | None, what: str) -> Any:
-        core = self._core
-        timeout_ms, option = request_budget(core.limits, timeout_ms)
-        server = core.server
-        return core.ask(
-            method, params, seconds(timeout_ms), lambda: f"{what} on server {server!r} ({option}={timeout_ms})"
-        )
+def list_prompts(core: Core, timeout_ms: int | None) -> tuple[Prompt, ...]:
+    """``Session.list_prompts``: every page of ``prompts/list``."""
+    return _walk(core, _Prompts(core.limits), "prompts", timeout_ms)
 
-    @property
-    def resources_changed(self) -> bool:
-        """Whether the server said its resource list changed since the last
-        :meth:`list_resources` began."""
-        return self._core.inbound.changed["resources"].is_set()
 
-    @property
-    def prompts_changed(self) -> bool:
-        """Whether the server said its prompt list changed since the last
-        :meth:`list_prompts` began."""
-        return self._core.inbound.changed["prompts"].is_set()
+def get_prompt(core: Core, name: str, arguments: Mapping[str, str] | None, timeout_ms: int | None) -> GetPromptResult:
+    """``Session.get_prompt``: ``prompts/get`` with string arguments."""
+    core.require("prompts", "prompts/get")
+    params = {"name": _string(name, "prompt name"), "arguments": _string_map(arguments, "prompt arguments")}
+    result = _ask(core, "prompts/get", params, timeout_ms, f"prompts/get of prompt {name!a}")
+    return parse_prompt(result, name)
 
+
+def complete(
+    core: Core,
+    ref: Prompt | ResourceTemplate | Mapping[str, str],
+    argument: Mapping[str, str],
+    context: Mapping[str, str] | None,
+    timeout_ms: int | None,
+) -> Completion:
+    """``Session.complete``: ``completion/complete`` of one argument."""
+    core.require("completions", "completion/complete")
+    arg = _string_map(argument, "argument")
+    if set(arg) != {"name", "value"}:
+        raise ProtocolError('argument must be {"name": ..., "value": ...}')
+    params: dict[str, Any] = {"ref": completion_ref(ref), "argument": arg}
+    if context is not None:
+        params["context"] = {"arguments": _string_map(context, "context")}
+    return parse_completion(_ask(core, "completion/complete", params, timeout_ms, "completion/complete"))

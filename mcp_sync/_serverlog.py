@@ -22,14 +22,16 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from ._session import _Core
-
+from ._errors import ProtocolError
+from ._limits import request_budget, seconds
 from ._redact import MAX_STDERR_LINE_BYTES, redact
 from ._text import escape
 from ._workers import Workers
 
-__all__ = ["LEVELS", "MAX_LOG_MESSAGE_CHARS", "LogLevelMixin", "ServerLog"]
+if TYPE_CHECKING:
+    from ._core_api import Core
+
+__all__ = ["LEVELS", "MAX_LOG_MESSAGE_CHARS", "ServerLog", "set_log_level"]
 
 LEVELS: Mapping[str, int] = {
     "debug": logging.DEBUG,
@@ -130,38 +132,25 @@ def clean(raw: str, limit: int) -> str:
 
 def log_level_name(level: Any) -> str:
     """Check a level given to ``set_log_level``."""
-    from ._errors import ProtocolError
-
     if not isinstance(level, str) or level not in LEVELS:
         raise ProtocolError("log level must be one of " + ", ".join(LEVELS))
     return level
 
 
-class LogLevelMixin:
-    """``Session.set_log_level``."""
-
-    __slots__ = ()
-
-    if TYPE_CHECKING:
-        _core: _Core
-
-    def set_log_level(self, level: str, *, timeout_ms: int | None = None) -> None:
-        """Ask the server to send log messages of ``level`` and above
-        (``"debug"`` ... ``"emergency"``) with ``logging/setLevel``."""
-        from ._limits import request_budget, seconds
-
-        core = self._core
-        name = log_level_name(level)
-        core.require("logging", "logging/setLevel")
-        if core.modern is not None:
-            # 2026-07-28: no logging/setLevel; the level rides on every request.
-            core.modern.use_log_level(name)
-            return
-        timeout_ms, option = request_budget(core.limits, timeout_ms)
-        server = core.server
-        core.request(
-            "logging/setLevel",
-            {"level": name},
-            seconds(timeout_ms),
-            lambda: f"logging/setLevel on server {server!r} ({option}={timeout_ms})",
-        )
+def set_log_level(core: Core, level: str, timeout_ms: int | None) -> None:
+    """``Session.set_log_level``: ``logging/setLevel``, or in the modern era
+    the level every later request carries."""
+    name = log_level_name(level)
+    core.require("logging", "logging/setLevel")
+    if core.modern is not None:
+        # 2026-07-28: no logging/setLevel; the level rides on every request.
+        core.modern.use_log_level(name)
+        return
+    timeout_ms, option = request_budget(core.limits, timeout_ms)
+    server = core.server
+    core.request(
+        "logging/setLevel",
+        {"level": name},
+        seconds(timeout_ms),
+        lambda: f"logging/setLevel on server {server!r} ({option}={timeout_ms})",
+    )

@@ -38,7 +38,8 @@ from ._client import connect
 from ._errors import ConnectionClosed, McpError, ProtocolError, RemoteError, ServerUnavailable
 from ._limits import check_limit
 from ._redact import Diagnostics
-from ._session import CLOSED_BY_CALLER, FORKED, Session
+from ._session import CLOSED_BY_CALLER, FORKED
+from ._session_api import Session
 
 if TYPE_CHECKING:
     from ._catalog import CallToolResult

@@ -3,7 +3,8 @@ place where a session dies (``_Core.terminate``).
 
 A transport (stdio or HTTP) moves bytes. Everything that decides what a frame
 means, which waiter it completes and when the session ends lives here, so both
-transports behave the same.
+transports behave the same. The public ``Session`` over this core is in
+``_session_api.py``; features see the core only as ``_core_api.Core``.
 """
 
 from __future__ import annotations
@@ -37,15 +38,10 @@ from ._errors import (
     Timeout,
     ToolNotFound,
 )
-from ._handlers import RootsMixin
-from ._health import probe
 from ._jsonrpc import check_arguments, decode_line, encode
 from ._limits import Limits, request_budget, seconds
 from ._progress import ProgressCallback, call_tool_watched
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
-from ._refresh import CatalogMixin
-from ._resources import ResourcesMixin
-from ._serverlog import LogLevelMixin
 from ._tasks import offers_task_extension
 from ._validate import check_structured_output
 from ._versions import HANDSHAKE_PROTOCOL_VERSIONS, MODERN, SUPPORTED_PROTOCOL_VERSIONS
@@ -55,13 +51,13 @@ if TYPE_CHECKING:
     from ._inbound import Inbound
     from ._modern import ModernPath
 
-__all__ = ["CLIENT_INFO", "SUPPORTED_PROTOCOL_VERSIONS", "Session"]
+__all__ = ["CLIENT_INFO", "SUPPORTED_PROTOCOL_VERSIONS"]
 
 
 def _client_info() -> Mapping[str, str]:
     from types import MappingProxyType
 
-    from . import __version__
+    from ._version import __version__
 
     return MappingProxyType({"name": "mcp-sync", "version": __version__})
 
@@ -785,134 +781,3 @@ def server_info(value: object) -> ServerInfo:
         version=version if isinstance(version, str) else "",
         title=title if isinstance(title, str) else None,
     )
-
-
-class Session(CatalogMixin, ResourcesMixin, LogLevelMixin, RootsMixin):
-    """A connected MCP server. Made by :func:`mcp_sync.connect`.
-
-    Thread-safe: any number of threads may call :meth:`call_tool` (and every
-    other method) at once, each blocking on its own deadline. :meth:`close`
-    may be called from any thread, any number of times. A session that is
-    garbage-collected, or still open when the interpreter exits, is closed too.
-    """
-
-    __slots__ = ("__weakref__", "_core", "_finalizer", "era", "server_info")
-
-    def __init__(
-        self,
-        core: _Core,
-        era: str,
-        server_info: ServerInfo,
-    ) -> None:
-        self._core = core
-        self.era = era
-        """``"modern"`` (2026-07-28: no handshake, metadata on every request) or
-        ``"legacy"`` (a session opened by the ``initialize`` handshake)."""
-        self.server_info = server_info
-        """The name and version the server disclosed (untrusted text)."""
-        self._finalizer = weakref.finalize(self, core.close)
-
-    @property
-    def server(self) -> str:
-        """The name this session was given in ``connect(server=...)``."""
-        return self._core.server
-
-    @property
-    def protocol_version(self) -> str:
-        """The protocol revision in use, one of ``SUPPORTED_PROTOCOL_VERSIONS``:
-        the one the server chose in the handshake, or in the modern era the one
-        every request names."""
-        modern = self._core.modern
-        version = modern.version if modern is not None else self._core.protocol_version
-        assert version is not None
-        return version
-
-    @property
-    def limits(self) -> Limits:
-        """The limits in force."""
-        return self._core.limits
-
-    @property
-    def closed(self) -> bool:
-        """Whether the session has ended, for any reason."""
-        return self._core.terminal is not None
-
-    @property
-    def server_capabilities(self) -> Mapping[str, Any]:
-        """The capabilities the server declared (frozen, untrusted)."""
-        return self._core.server_capabilities
-
-    def tool(self, name: str) -> Tool:
-        """The catalog entry named ``name``; :class:`ToolNotFound` if absent."""
-        tool = self._core.catalog.by_name.get(name)
-        if tool is None:
-            raise _not_in_catalog(name, self.server)
-        return tool
-
-    def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout_ms: int | None = None,
-        traceparent: str | None = None,
-        on_progress: ProgressCallback | None = None,
-        progress_extends_deadline: bool = False,
-        max_timeout_ms: int | None = None,
-        task: bool | None = None,
-    ) -> CallToolResult:
-        """Call one tool and block for its result.
-
-        ``arguments`` must be a dict with str keys (``None`` sends ``{}``).
-        ``timeout_ms`` overrides ``request_timeout_ms`` for this call. A result
-        with ``is_error=True`` is the tool reporting its own failure; a failure
-        of the session raises a :class:`McpError`. ``traceparent``, a W3C
-        trace context value, is sent in the request's ``_meta``.
-
-        ``on_progress(progress, total, message)`` is called on this thread for
-        each progress notification of this call, as it arrives (both eras);
-        with ``progress_extends_deadline=True`` each one moves the deadline to
-        now plus the timeout, never past ``max_timeout_ms`` (default ten times
-        the timeout). Handshake era: a tool whose ``execution.taskSupport`` is
-        ``"required"`` is called as a task (create, poll, fetch); ``task=True``
-        does that for an ``"optional"`` one. Modern era: when the server
-        advertises the tasks extension the call declares it (``task=False``
-        does not) and a task the server answers with is followed to its
-        result; ``input_required`` is answered by the session's handlers.
-        """
-        options: dict[str, Any] = {}
-        watched = on_progress is not None or progress_extends_deadline
-        if watched or max_timeout_ms is not None or task is not None:
-            options = {
-                "on_progress": on_progress,
-                "progress_extends_deadline": progress_extends_deadline,
-                "max_timeout_ms": max_timeout_ms,
-                "task": task,
-            }
-        if _log.CALLS.isEnabledFor(_log.DEBUG):
-            return _log.logged_call(self._core, name, arguments, timeout_ms, traceparent, **options)
-        return self._core.call_tool(name, arguments, timeout_ms, traceparent, **options)
-
-    def ping(self, *, timeout_ms: int | None = None) -> None:
-        """Check that the server answers, within ``timeout_ms`` (default
-        ``request_timeout_ms``): ``ping`` in the handshake era, its cheap
-        equivalent where the era has no ``ping``. Raises :class:`Timeout` if it
-        does not answer in time, :class:`RemoteError` if it answers with an
-        error (it is alive, but does not implement the probe).
-        """
-        probe(self._core, timeout_ms)
-
-    def close(self) -> None:
-        """End the session and tear the server down. Idempotent, thread-safe."""
-        self._core.close()
-        self._finalizer.detach()
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self.closed else "open"
-        return f"<Session server={self.server!r} tools={len(self.tools)} {state}>"

@@ -56,7 +56,7 @@ from .flows import (
 from .model_tools import PROVIDERS, export
 
 if TYPE_CHECKING:
-    from ._session import Session
+    from ._session_api import Session
     from .config import ServerEntry
 
 __all__ = [

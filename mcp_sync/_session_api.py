@@ -1,0 +1,272 @@
+"""``Session``: the whole public surface of a connected server, in one class.
+
+Each method is here, with its docstring; the work is done by the core
+(``_session._Core``: the request table, the handshake, tool calls, the end of
+the session) or by a feature module written against the narrow core protocol
+(``_core_api.Core``): resources, prompts and completion (``_resources``), the
+log level (``_serverlog``), roots (``_handlers``), catalog refresh
+(``_refresh``) and health (``_health``). ``Session`` holds only its core:
+the I/O threads hold the core, never the Session, so a forgotten Session can
+be garbage-collected and its finalizer can close the core.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from . import _handlers, _health, _log, _refresh, _resources, _serverlog
+from ._session import _Core, _not_in_catalog
+
+if TYPE_CHECKING:
+    from ._catalog import CallToolResult, ServerInfo, Tool
+    from ._errors import McpError
+    from ._limits import Limits
+    from ._progress import ProgressCallback
+    from ._resources import (
+        Completion,
+        GetPromptResult,
+        Prompt,
+        ReadResourceResult,
+        Resource,
+        ResourceTemplate,
+    )
+    from ._roots import RootsProvider
+
+__all__ = ["Session"]
+
+
+class Session:
+    """A connected MCP server. Made by :func:`mcp_sync.connect`.
+
+    Thread-safe: any number of threads may call :meth:`call_tool` (and every
+    other method) at once, each blocking on its own deadline. :meth:`close`
+    may be called from any thread, any number of times. A session that is
+    garbage-collected, or still open when the interpreter exits, is closed too.
+    """
+
+    __slots__ = ("__weakref__", "_core", "_finalizer", "era", "server_info")
+
+    def __init__(
+        self,
+        core: _Core,
+        era: str,
+        server_info: ServerInfo,
+    ) -> None:
+        self._core = core
+        self.era = era
+        """``"modern"`` (2026-07-28: no handshake, metadata on every request) or
+        ``"legacy"`` (a session opened by the ``initialize`` handshake)."""
+        self.server_info = server_info
+        """The name and version the server disclosed (untrusted text)."""
+        self._finalizer = weakref.finalize(self, core.close)
+
+    # ------------------------------------------------------------ the session
+
+    @property
+    def server(self) -> str:
+        """The name this session was given in ``connect(server=...)``."""
+        return self._core.server
+
+    @property
+    def protocol_version(self) -> str:
+        """The protocol revision in use, one of ``SUPPORTED_PROTOCOL_VERSIONS``:
+        the one the server chose in the handshake, or in the modern era the one
+        every request names."""
+        modern = self._core.modern
+        version = modern.version if modern is not None else self._core.protocol_version
+        assert version is not None
+        return version
+
+    @property
+    def limits(self) -> Limits:
+        """The limits in force."""
+        return self._core.limits
+
+    @property
+    def closed(self) -> bool:
+        """Whether the session has ended, for any reason."""
+        return self._core.terminal is not None
+
+    @property
+    def server_capabilities(self) -> Mapping[str, Any]:
+        """The capabilities the server declared (frozen, untrusted)."""
+        return self._core.server_capabilities
+
+    # ------------------------------------------------------------ tools
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The deep-frozen catalog snapshot, in the server's order (replaced
+        whole by :meth:`refresh_tools`)."""
+        return self._core.catalog.tools
+
+    @property
+    def tools_changed(self) -> bool:
+        """Whether the server said its tool list changed since the walk that
+        made :attr:`tools` began (``notifications/tools/list_changed``)."""
+        return self._core.inbound.changed["tools"].is_set()
+
+    @property
+    def last_refresh_error(self) -> McpError | None:
+        """Why the last refresh (explicit or automatic) failed, or ``None``
+        if it succeeded (or none ran)."""
+        return self._core.inbound.last_refresh_error
+
+    def tool(self, name: str) -> Tool:
+        """The catalog entry named ``name``; :class:`ToolNotFound` if absent."""
+        tool = self._core.catalog.by_name.get(name)
+        if tool is None:
+            raise _not_in_catalog(name, self.server)
+        return tool
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        progress_extends_deadline: bool = False,
+        max_timeout_ms: int | None = None,
+        task: bool | None = None,
+    ) -> CallToolResult:
+        """Call one tool and block for its result.
+
+        ``arguments`` must be a dict with str keys (``None`` sends ``{}``).
+        ``timeout_ms`` overrides ``request_timeout_ms`` for this call. A result
+        with ``is_error=True`` is the tool reporting its own failure; a failure
+        of the session raises a :class:`McpError`. ``traceparent``, a W3C
+        trace context value, is sent in the request's ``_meta``.
+
+        ``on_progress(progress, total, message)`` is called on this thread for
+        each progress notification of this call, as it arrives (both eras);
+        with ``progress_extends_deadline=True`` each one moves the deadline to
+        now plus the timeout, never past ``max_timeout_ms`` (default ten times
+        the timeout). Handshake era: a tool whose ``execution.taskSupport`` is
+        ``"required"`` is called as a task (create, poll, fetch); ``task=True``
+        does that for an ``"optional"`` one. Modern era: when the server
+        advertises the tasks extension the call declares it (``task=False``
+        does not) and a task the server answers with is followed to its
+        result; ``input_required`` is answered by the session's handlers.
+        """
+        options: dict[str, Any] = {}
+        watched = on_progress is not None or progress_extends_deadline
+        if watched or max_timeout_ms is not None or task is not None:
+            options = {
+                "on_progress": on_progress,
+                "progress_extends_deadline": progress_extends_deadline,
+                "max_timeout_ms": max_timeout_ms,
+                "task": task,
+            }
+        core = self._core
+        if _log.CALLS.isEnabledFor(_log.DEBUG):
+            return _log.logged_call(
+                core.server,
+                lambda: core.call_tool(name, arguments, timeout_ms, traceparent, **options),
+                name,
+                timeout_ms,
+                traceparent,
+            )
+        return core.call_tool(name, arguments, timeout_ms, traceparent, **options)
+
+    def refresh_tools(self, *, timeout_ms: int | None = None) -> tuple[Tool, ...]:
+        """Walk ``tools/list`` again under every catalog rule and swap the new
+        snapshot in at once; return it. On failure raise, keep the old one.
+        ``timeout_ms`` bounds each page (default ``handshake_timeout_ms``)."""
+        return _refresh.refresh_tools(self._core, timeout_ms)
+
+    # ------------------------------------------------------------ resources, prompts, completion
+
+    def list_resources(self, *, timeout_ms: int | None = None) -> tuple[Resource, ...]:
+        """Every resource the server lists (all pages), in its order.
+        ``timeout_ms`` bounds the whole walk (default ``request_timeout_ms``)."""
+        return _resources.list_resources(self._core, timeout_ms)
+
+    def list_resource_templates(self, *, timeout_ms: int | None = None) -> tuple[ResourceTemplate, ...]:
+        """Every resource template the server lists (all pages)."""
+        return _resources.list_resource_templates(self._core, timeout_ms)
+
+    def read_resource(self, uri: str, *, timeout_ms: int | None = None) -> ReadResourceResult:
+        """Read one resource: text and/or binary (decoded) contents."""
+        return _resources.read_resource(self._core, uri, timeout_ms)
+
+    @property
+    def resources_changed(self) -> bool:
+        """Whether the server said its resource list changed since the last
+        :meth:`list_resources` began."""
+        return self._core.inbound.changed["resources"].is_set()
+
+    def list_prompts(self, *, timeout_ms: int | None = None) -> tuple[Prompt, ...]:
+        """Every prompt the server lists (all pages)."""
+        return _resources.list_prompts(self._core, timeout_ms)
+
+    def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout_ms: int | None = None
+    ) -> GetPromptResult:
+        """Get one prompt, filled in with ``arguments`` (strings)."""
+        return _resources.get_prompt(self._core, name, arguments, timeout_ms)
+
+    @property
+    def prompts_changed(self) -> bool:
+        """Whether the server said its prompt list changed since the last
+        :meth:`list_prompts` began."""
+        return self._core.inbound.changed["prompts"].is_set()
+
+    def complete(
+        self,
+        ref: Prompt | ResourceTemplate | Mapping[str, str],
+        argument: Mapping[str, str],
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> Completion:
+        """Ask for completions of one argument of a prompt or a resource
+        template: ``argument`` is ``{"name": ..., "value": ...}``, ``context``
+        the arguments already resolved."""
+        return _resources.complete(self._core, ref, argument, context, timeout_ms)
+
+    # ------------------------------------------------------------ logging, roots, health
+
+    def set_log_level(self, level: str, *, timeout_ms: int | None = None) -> None:
+        """Ask the server to send log messages of ``level`` and above
+        (``"debug"`` ... ``"emergency"``) with ``logging/setLevel``."""
+        _serverlog.set_log_level(self._core, level, timeout_ms)
+
+    def set_roots(self, roots: RootsProvider) -> None:
+        """Replace the roots given to ``Handlers(roots=...)`` and tell the
+        server (``notifications/roots/list_changed``)."""
+        _handlers.set_roots(self._core, roots)
+
+    def roots_changed(self) -> None:
+        """Tell the server the roots changed (say, what a roots callable
+        returns), so it asks again."""
+        _handlers.roots_changed(self._core)
+
+    def ping(self, *, timeout_ms: int | None = None) -> None:
+        """Check that the server answers, within ``timeout_ms`` (default
+        ``request_timeout_ms``): ``ping`` in the handshake era, its cheap
+        equivalent where the era has no ``ping``. Raises :class:`Timeout` if it
+        does not answer in time, :class:`RemoteError` if it answers with an
+        error (it is alive, but does not implement the probe).
+        """
+        _health.probe(self._core, timeout_ms)
+
+    # ------------------------------------------------------------ ending
+
+    def close(self) -> None:
+        """End the session and tear the server down. Idempotent, thread-safe."""
+        self._core.close()
+        self._finalizer.detach()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<Session server={self.server!r} tools={len(self.tools)} {state}>"
