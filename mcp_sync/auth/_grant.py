@@ -18,21 +18,40 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._errors import AuthError, McpError, Timeout
 from .._limits import Limits
 from ._discovery import Challenge, Context, discover, parse_challenges
 from ._dpop import DPOP_ALGORITHM, DpopKey
 from ._fetch import Fetcher
+from ._store import TokenStore
 from ._tokens import ClientAuth, TokenSet, keep_refresh, token_request
 
 if TYPE_CHECKING:
     import httpx
 
-    from ._base import Auth
-
 __all__ = ["Binding", "Grant", "Run", "select_scope", "union_scopes"]
+
+
+class Auth(Protocol):
+    """What a grant and its bindings need of the :class:`~mcp_sync.auth.Auth`
+    that made them (``_base`` builds grants, so it cannot be imported here)."""
+
+    @property
+    def interactive(self) -> bool: ...
+    @property
+    def scope(self) -> str | None: ...
+    @property
+    def store(self) -> TokenStore: ...
+    @property
+    def dpop(self) -> bool | Literal["auto"]: ...
+    @property
+    def issuer(self) -> str | None: ...
+
+    def _grant(self, url: str) -> Grant: ...
+    def _acquire(self, run: Run, scope: str | None) -> TokenSet: ...
+    def _refresh_client(self, grant: Grant) -> ClientAuth | None: ...
 
 MAX_STEP_UPS = 2
 """Consecutive scope step-ups (403 insufficient_scope) before giving up."""
