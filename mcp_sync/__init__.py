@@ -12,8 +12,11 @@ from ._catalog import CallToolResult, ServerInfo, Tool, thaw
 from ._client import connect, connect_http
 from ._errors import (
     AuthError,
+    ConfigError,
     ConnectionClosed,
     InputRequired,
+    InvalidInput,
+    InvalidOption,
     InvalidResponse,
     LoginRequired,
     McpError,
@@ -91,6 +94,7 @@ __all__ = [
     "AuthError",
     "CallToolResult",
     "Completion",
+    "ConfigError",
     "ConnectionClosed",
     "DiagnosticEvent",
     "Diagnostics",
@@ -100,6 +104,8 @@ __all__ = [
     "HandlerError",
     "Handlers",
     "InputRequired",
+    "InvalidInput",
+    "InvalidOption",
     "InvalidResponse",
     "Limits",
     "LoginRequired",

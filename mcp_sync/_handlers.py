@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ._catalog import freeze, thaw
-from ._errors import InputRequired, McpError, ProtocolError, Timeout
+from ._errors import InputRequired, InvalidOption, McpError, ProtocolError, Timeout
 from ._jsonrpc import encode
 from ._limits import check_limit, reply_not_queued, seconds
 from ._workers import Workers
@@ -218,9 +218,9 @@ class Handlers:
         for name in ("elicitation", "url_elicitation", "sampling"):
             value = getattr(self, name)
             if value is not None and not callable(value):
-                raise ProtocolError(f"handler {name} must be callable")
+                raise InvalidOption(f"handler {name} must be callable")
         if type(self.sampling_tools) is not bool:
-            raise ProtocolError("option sampling_tools must be a bool")
+            raise InvalidOption("option sampling_tools must be a bool")
         if self.roots is not None and not callable(self.roots):
             object.__setattr__(self, "roots", normalize_roots(self.roots))
         if self.timeout_ms is not None:
@@ -247,9 +247,9 @@ class Handlers:
 def normalize_roots(roots: object) -> tuple[Root, ...]:
     """Roots as given by a caller -> checked :class:`Root` values."""
     if isinstance(roots, (str, bytes, Mapping)) or not isinstance(roots, Sequence):
-        raise ProtocolError("roots must be a list of roots (file:// URIs, paths or Root values)")
+        raise InvalidOption("roots must be a list of roots (file:// URIs, paths or Root values)")
     if len(roots) > MAX_ROOTS:
-        raise ProtocolError(f"roots: more than {MAX_ROOTS} roots")
+        raise InvalidOption(f"roots: more than {MAX_ROOTS} roots")
     return tuple(_root(item) for item in roots)
 
 
@@ -263,19 +263,19 @@ def _root(item: object) -> Root:
     elif isinstance(item, os.PathLike):
         path = Path(os.fspath(item))
         if not path.is_absolute():
-            raise ProtocolError("a root path must be absolute")
+            raise InvalidOption("a root path must be absolute")
         uri = path.as_uri()
     elif isinstance(item, str) and not item.startswith("file:"):
         path = Path(item)
         if not path.is_absolute():
-            raise ProtocolError("a root must be a file:// URI or an absolute path")
+            raise InvalidOption("a root must be a file:// URI or an absolute path")
         uri = path.as_uri()
     else:
         uri = item
     if not isinstance(uri, str) or not uri.startswith("file://") or _unsafe(uri):
-        raise ProtocolError("a root must be a file:// URI without control characters")
+        raise InvalidOption("a root must be a file:// URI without control characters")
     if name is not None and not isinstance(name, str):
-        raise ProtocolError("a root's name must be a string")
+        raise InvalidOption("a root's name must be a string")
     return Root(uri, name)
 
 

@@ -46,6 +46,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from ._config_formats import EntryProblem, RawEntry, document_format, entries, normalise
+from ._errors import ConfigError, InvalidInput
 from ._headers import check_headers, plain_http_refused
 from ._jsonrpc import json_depth
 from ._limits import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
@@ -330,47 +331,6 @@ def _masked(value: Any, secrets: frozenset[str]) -> Any:
     return value
 
 
-class ConfigError(ValueError):
-    """A config file could not be used.
-
-    ``path`` is the file; ``index`` the entry's position (or ``None`` for a
-    problem with the whole file) and ``entry`` its name in a ``mcpServers``
-    or ``servers`` object (``None`` in an array); ``field`` the field
-    within it (a camelCase name, possibly with a ``.key`` or ``[n]``
-    suffix); ``problem`` what is wrong.
-    """
-
-    def __init__(
-        self,
-        path: str,
-        problem: str,
-        *,
-        index: int | None = None,
-        field: str | None = None,
-        entry: str | None = None,
-    ) -> None:
-        self.path = path
-        self.problem = problem
-        self.index = index
-        self.field = field
-        self.entry = entry
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = self.path
-        if self.entry is not None:
-            where += f": entry {_quoted(self.entry)}"
-        elif self.index is not None:
-            where += f": entry {self.index}"
-        if (self.entry is not None or self.index is not None) and self.field is not None:
-            where += f", field {self.field}"
-        return f"{where}: {self.problem}"
-
-
-def _quoted(name: str) -> str:
-    return '"' + ascii(name)[1:-1].replace('"', '\\"') + '"'
-
-
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -643,7 +603,7 @@ def load_client_config(
     the paths tried.
     """
     if client not in CLIENTS:
-        raise ValueError(f"unknown client {client!a}; one of {', '.join(CLIENTS)}")
+        raise InvalidInput(f"unknown client {client!a}; one of {', '.join(CLIENTS)}")
     where = Path(cwd) if cwd is not None else Path.cwd()
     tried = candidates(client, cwd=where)
     for location in tried:
