@@ -416,7 +416,9 @@ _WORDING = {
     "allow_insecure_http": "must be a bool",
     "http_client": "must be an httpx.Client (not an AsyncClient)",
     "protocol": 'must be "auto", "legacy" or "modern"',
+    "protocol_version": "must be one of " + ", ".join(SUPPORTED_PROTOCOL_VERSIONS),
 }
+_INVALID = "is invalid"
 _STDIO_ONLY = sorted(set(ConnectOptions.model_fields) - set(HttpConnectOptions.model_fields))
 _HTTP_ONLY = sorted(
     set(HttpConnectOptions.model_fields) - set(ConnectOptions.model_fields) - {"auth"}
@@ -529,7 +531,7 @@ def _invalid(exc: ValidationError, server: object) -> InvalidOption:
         return InvalidOption(f"option env has a value for {str(loc[1])!a} that is not a string")
     if isinstance(cause, ValueError) and name not in ("url", "bearer_token_env", "http_client"):
         return InvalidOption(f"option {name} {cause}")
-    return InvalidOption(f"option {name} {_WORDING.get(name, 'is invalid')}")
+    return InvalidOption(f"option {name} {_WORDING.get(name, _INVALID)}")
 
 
 _SNAKE = {
