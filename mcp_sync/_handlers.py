@@ -5,7 +5,7 @@ A server may ask its client for things: to elicit input from the user
 (``sampling/createMessage``), for the filesystem roots it may use
 (``roots/list``), or just whether it is alive (``ping``). Each is served only
 when the caller gave what serves it, and declared as a client capability only
-then (SPEC §9.8, §10.2); any other method is answered ``-32601`` "Method not
+then (a capability is declared only when something serves it); any other method is answered ``-32601`` "Method not
 found", as before.
 
 :class:`ServerRequests` is the one place that decides how a method is
@@ -497,13 +497,14 @@ class ServerRequests:
     ) -> None:
         """Answer at once, from the thread that read the request (a ping, a
         refusal): the transport's ``reply`` never makes a reading caller wait
-        for room in the outbound queue (SPEC 9.12)."""
+        for room in the outbound queue: a caller's deadline bounds what it does
+        for others."""
         self._send(_reply(request_id, result=result, error=error))
 
     def _send(self, message: dict[str, Any]) -> None:
         """Send one reply through the transport's ``reply``, the one way every
         answer to a server request leaves; the session ends if it cannot be
-        queued within ``request_timeout_ms`` (SPEC 9.11)."""
+        queued within ``request_timeout_ms``."""
         core = self._core
         transport = core.transport
         if core.terminal is not None or transport is None:

@@ -167,7 +167,7 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
         depth, has_jsonrpc = _depth_profile(line)
         if depth > MAX_JSON_DEPTH:
             # Too deep to parse without recursion: a message only if its
-            # top-level object names jsonrpc (SPEC 9.14).
+            # top-level object names jsonrpc (else it is noise).
             if has_jsonrpc:
                 raise ProtocolError(
                     f"a frame nests deeper than the JSON depth limit of {MAX_JSON_DEPTH}"
@@ -244,21 +244,29 @@ def check_arguments(arguments: object, max_bytes: int) -> None:
         raise InvalidOption(
             f"tool arguments must be a dict with str keys, got {type(arguments).__name__}"
         )
-    if len(arguments) <= 16:
-        # The common flat case, without the walk's bookkeeping.
-        size = 0
-        for key, value in arguments.items():
-            kind = type(value)
-            if type(key) is not str or kind not in _FLAT:
-                break
-            if kind is str:
-                size += len(key) + len(value)
-            elif kind is int and not -_INT_OVERFLOW < value < _INT_OVERFLOW:
-                raise _int_too_large()
-        else:
-            if size > max_bytes:
-                raise _too_large(max_bytes)
-            return  # encode() checks the exact size
+    if len(arguments) <= 16 and _flat_checked(arguments, max_bytes):
+        return  # encode() checks the exact size
+    _walk(arguments, max_bytes)
+
+
+def _flat_checked(arguments: dict[Any, Any], max_bytes: int) -> bool:
+    """The common flat case, without the walk's bookkeeping: ``True`` when
+    every value is a str, int, bool or None (and fits); ``False`` to walk."""
+    size = 0
+    for key, value in arguments.items():
+        kind = type(value)
+        if type(key) is not str or kind not in _FLAT:
+            return False
+        if kind is str:
+            size += len(key) + len(value)
+        elif kind is int and not -_INT_OVERFLOW < value < _INT_OVERFLOW:
+            raise _int_too_large()
+    if size > max_bytes:
+        raise _too_large(max_bytes)
+    return True
+
+
+def _walk(arguments: dict[Any, Any], max_bytes: int) -> None:
     budget = max_bytes
     stack: list[tuple[object, int]] = [(arguments, 3)]
     while stack:

@@ -594,9 +594,10 @@ def test_options_take_a_model_of_each_transport() -> None:
 
 
 def test_an_error_the_server_caused_is_not_a_value_error() -> None:
-    with connect_fake("--misbehave", max_frame_bytes=4096) as session:
-        with pytest.raises(mcp_sync.ProtocolError) as caught:
-            session.call_tool("raw", {"lines": [_notification_of(4097)]}, timeout_ms=10_000)
+    with connect_fake("--misbehave", max_frame_bytes=4096) as session, pytest.raises(
+        mcp_sync.ProtocolError
+    ) as caught:
+        session.call_tool("raw", {"lines": [_notification_of(4097)]}, timeout_ms=10_000)
     assert not isinstance(caught.value, ValueError)
     with pytest.raises(mcp_sync.InvalidResponse) as refused:
         connect_fake("--extra-tools", "2", max_tools=1)
