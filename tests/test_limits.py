@@ -610,3 +610,18 @@ def test_an_unsendable_argument_is_a_caller_mistake() -> None:
             session.call_tool("echo", {"message": "x", "n": float("nan")})
         _is_a_caller_mistake(caught.value)
         assert not session.closed
+
+
+def test_connect_names_at_most_fourteen_parameters_and_every_option_is_a_model_field() -> None:
+    import inspect
+
+    from mcp_sync.config import ConnectOptions, HttpConnectOptions
+
+    parameters = inspect.signature(mcp_sync.connect).parameters.values()
+    named = [p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    assert len(named) <= 14, named
+    # Each limit is spelled once, in Limits: the models and the file derive it.
+    for name in LIMITS:
+        assert name in ConnectOptions.model_fields and name in HttpConnectOptions.model_fields
+        alias = ConnectOptions.model_fields[name].alias
+        assert alias is not None and "_" not in alias
