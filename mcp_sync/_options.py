@@ -22,6 +22,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeAlias
 from urllib.parse import urlsplit
 
@@ -34,6 +35,7 @@ from pydantic import (
     PrivateAttr,
     StrictBool,
     StrictStr,
+    TypeAdapter,
     ValidationError,
     ValidationInfo,
     create_model,
@@ -48,7 +50,6 @@ from ._handlers import Handlers
 from ._headers import check_headers, plain_http_refused
 from ._limits import LIMIT_NAMES, STDIO_ONLY_LIMITS, Limits, check_limit
 from ._versions import SUPPORTED_PROTOCOL_VERSIONS
-from .auth._config import AuthConfig
 
 __all__ = [
     "PROJECTION_FIELDS",
@@ -58,6 +59,7 @@ __all__ = [
     "HttpConnectOptions",
     "ServerEntry",
     "Settings",
+    "problem_of",
     "SseConnectOptions",
     "resolve",
 ]
@@ -284,8 +286,24 @@ class HttpConnectOptions(_Entry):
     # A file's HTTP entry sizes no queue and has no stderr; Python may share
     # one Limits between servers of both kinds.
     _python_only: ClassVar[frozenset[str]] = PYTHON_ONLY_FIELDS | STDIO_ONLY_LIMITS
-    auth: AuthConfig | None = None
-    """OAuth for the server (see :mod:`mcp_sync.auth`); built when connecting."""
+    auth: Any = None
+    """OAuth for the server: an ``AuthConfig`` of :mod:`mcp_sync.auth`
+    (validated from its JSON object), built when connecting."""
+
+    @field_validator("auth", mode="before")
+    @classmethod
+    def _auth(cls, value: object) -> object:
+        if value is None:
+            return None
+        try:
+            return _auth_config().validate_python(value)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = "".join(
+                f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]
+            )
+            problem = problem_of(first)
+            raise FieldError(f"auth{where}", problem, f"option auth{where} {problem}") from None
 
     @field_validator("headers")
     @classmethod
@@ -379,6 +397,44 @@ class SseConnectOptions(HttpConnectOptions):
 
 
 ServerEntry: TypeAlias = ConnectOptions | HttpConnectOptions
+
+
+@cache
+def _auth_config() -> TypeAdapter[Any]:
+    # The OAuth models load the auth package: only for an entry that has auth.
+    from .auth._config import AuthConfig
+
+    return TypeAdapter(AuthConfig)
+
+
+_LIMIT_PROBLEM = "must be a positive integer no larger than 2**53-1"
+_LIMIT_ALIASES = frozenset(to_camel(name) for name in LIMIT_NAMES)
+
+
+def problem_of(error: Any) -> str:
+    """One pydantic error in a config file's words (never repeating the value)."""
+    kind = error["type"]
+    loc = error["loc"]
+    field = loc[0] if loc else ""
+    if field in _LIMIT_ALIASES:
+        # Every limit has one rule; the file's message never repeats the value.
+        return _LIMIT_PROBLEM
+    if kind == "missing":
+        return "is required"
+    if kind in ("string_type",):
+        return "must be a string"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind in ("tuple_type", "list_type", "sequence_str", "is_instance_of"):
+        return "must be an array"
+    if kind == "dict_type":
+        return "must be an object"
+    if kind == "bool_type":
+        return "must be true or false"
+    if kind == "value_error":
+        message = str(error.get("msg", ""))
+        return message.removeprefix("Value error, ")
+    return str(error.get("msg", "is invalid"))
 
 
 def _masked(value: Any, secrets: frozenset[str]) -> Any:

@@ -29,12 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic.alias_generators import to_camel
 
 from ._config_formats import EntryProblem, RawEntry, document_format, entries, normalise
 from ._errors import ConfigError, InvalidInput
 from ._jsonrpc import json_depth
-from ._limits import LIMIT_NAMES, MAX_JSON_DEPTH, STDIO_ONLY_LIMITS
+from ._limits import MAX_JSON_DEPTH, STDIO_ONLY_LIMITS
 from ._locations import CLIENTS, candidates, select_servers
 from ._options import (
     PYTHON_ONLY_FIELDS,
@@ -43,6 +42,7 @@ from ._options import (
     HttpConnectOptions,
     ServerEntry,
     SseConnectOptions,
+    problem_of,
 )
 from ._variables import VariableError, expand
 
@@ -68,8 +68,6 @@ MAX_CONFIG_BYTES = 16 * 1024 * 1024
 MAX_CONFIG_DEPTH = MAX_JSON_DEPTH
 """Objects and arrays in a config file nest at most this deep (128)."""
 
-_LIMIT_PROBLEM = "must be a positive integer no larger than 2**53-1"
-_LIMIT_ALIASES = frozenset(to_camel(name) for name in LIMIT_NAMES)
 # The fields whose string values may hold ${VAR} references.
 _EXPANDED = ("command", "args", "env", "cwd", "url", "headers")
 
@@ -216,7 +214,7 @@ def _entry(
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_input=False)
         first = errors[0]
-        field, problem = _location(first), _problem(first)
+        field, problem = _location(first), problem_of(first)
         if len(errors) > 1:
             more = len(errors) - 1
             problem += f" (and {more} more problem{'s' if more > 1 else ''} in this entry)"
@@ -305,31 +303,6 @@ def _location(error: Any) -> str:
         else:
             out += f".{_shown_key(part)}"
     return out or "(entry)"
-
-
-def _problem(error: Any) -> str:
-    kind = error["type"]
-    loc = error["loc"]
-    field = loc[0] if loc else ""
-    if field in _LIMIT_ALIASES:
-        # Every limit has one rule; the file's message never repeats the value.
-        return _LIMIT_PROBLEM
-    if kind == "missing":
-        return "is required"
-    if kind in ("string_type",):
-        return "must be a string"
-    if kind == "string_too_short":
-        return "must not be empty"
-    if kind in ("tuple_type", "list_type", "sequence_str", "is_instance_of"):
-        return "must be an array"
-    if kind == "dict_type":
-        return "must be an object"
-    if kind == "bool_type":
-        return "must be true or false"
-    if kind == "value_error":
-        message = str(error.get("msg", ""))
-        return message.removeprefix("Value error, ")
-    return str(error.get("msg", "is invalid"))
 
 
 def _json_type(value: object) -> str:
