@@ -10,8 +10,11 @@ from ._catalog import CallToolResult, ServerInfo, Tool, thaw
 from ._client import connect, connect_http
 from ._errors import (
     AuthError,
+    ConfigError,
     ConnectionClosed,
     InputRequired,
+    InvalidInput,
+    InvalidOption,
     InvalidResponse,
     LoginRequired,
     McpError,
@@ -75,6 +78,7 @@ __all__ = [
     "CLIENT_INFO",
     "CallToolResult",
     "Completion",
+    "ConfigError",
     "ConnectionClosed",
     "DEFAULT_HANDSHAKE_TIMEOUT_MS",
     "DEFAULT_HEALTH_CHECK_TIMEOUT_MS",
@@ -96,6 +100,8 @@ __all__ = [
     "HandlerError",
     "Handlers",
     "InputRequired",
+    "InvalidInput",
+    "InvalidOption",
     "InvalidResponse",
     "Limits",
     "LoginRequired",

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import _log
 from ._eras import check_protocol, negotiate
-from ._errors import McpError, ProtocolError
+from ._errors import InvalidOption, McpError, ProtocolError
 from ._handlers import Handlers
 from ._limits import Limits
 from ._redact import Diagnostics
 from ._session import _Core
 from ._session_api import Session
 from ._validate import require_jsonschema
+
+if TYPE_CHECKING:
+    from ._options import ConnectOptions, HttpConnectOptions, Settings
 
 __all__ = ["connect", "connect_http"]
 
@@ -27,34 +30,16 @@ def connect(
     server: str | None = None,
     command: str | None = None,
     args: Sequence[str] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    inherit_env: bool | None = None,
     url: str | None = None,
-    bearer_token_env: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    allow_insecure_http: bool | None = None,
+    limits: Limits | None = None,
     auth: Any = None,
-    http_client: Any = None,
-    secrets: Iterable[str] | None = None,
-    transport: str | None = None,
+    handlers: Handlers | None = None,
     protocol: str | None = None,
     protocol_version: str | None = None,
     diagnostics: Diagnostics | None = None,
-    handlers: Handlers | None = None,
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
-    limits: Limits | None = None,
-    handshake_timeout_ms: int | None = None,
-    request_timeout_ms: int | None = None,
-    queue_capacity: int | None = None,
-    max_frame_bytes: int | None = None,
-    max_outbound_frame_bytes: int | None = None,
-    max_tools: int | None = None,
-    max_tool_name_bytes: int | None = None,
-    max_tool_document_bytes: int | None = None,
-    max_catalog_pages: int | None = None,
-    max_stderr_bytes: int | None = None,
+    **more: Any,
 ) -> Session:
     """Start (or reach) an MCP server and return a ready :class:`Session`.
 
@@ -65,10 +50,10 @@ def connect(
     ``"auto"`` (the default) probes for a 2026-07-28 server and falls back to
     the handshake, ``"legacy"`` only does the handshake, ``"modern"`` never
     does; ``protocol_version`` pins one revision. ``options`` may be a
-    :class:`mcp_sync.config.ConnectOptions` or ``HttpConnectOptions``; keyword
-    arguments override its fields. Blocks until the era is settled and the
-    catalog walk is done; on any failure raises an :class:`McpError` and
-    leaves nothing running.
+    :class:`mcp_sync.config.ConnectOptions`, ``HttpConnectOptions`` or
+    ``SseConnectOptions``; keyword arguments override its fields. Blocks
+    until the era is settled and the catalog walk is done; on any failure
+    raises an :class:`McpError` and leaves nothing running.
 
     ``handlers`` (a :class:`Handlers`) answers the server's requests
     (elicitation, sampling, roots) and declares those capabilities;
@@ -81,23 +66,46 @@ def connect(
     servers) sets every bound at once; a limit also given as a keyword
     argument (``max_frame_bytes=...``) overrides it.
 
-    ``headers`` are static HTTP headers, private like the bearer token.
-    Credentials (a token or headers) are refused over plain ``http:`` to a
-    host that is not loopback unless ``allow_insecure_http=True``.
-    ``secrets`` are extra values to mask in the diagnostic stderr tail
-    (the values of ``env`` always are); a config entry passes the values
-    its variables expanded to.
+    The other keywords are the fields of the options model:
+
+    - every transport: ``transport`` (``"stdio"``, ``"http"``, ``"sse"``),
+      the ten limits (``handshake_timeout_ms``, ``request_timeout_ms``,
+      ``queue_capacity``, ``max_frame_bytes``, ``max_outbound_frame_bytes``,
+      ``max_tools``, ``max_tool_name_bytes``, ``max_tool_document_bytes``,
+      ``max_catalog_pages``, ``max_stderr_bytes``) and ``secrets``, extra
+      values to mask in the diagnostic stderr tail (the values of ``env``
+      always are; a config entry passes the values its variables expanded
+      to);
+    - a command: ``cwd``, ``env`` (added to a small allowlist of the
+      parent's environment) and ``inherit_env=True`` (pass all of it);
+    - a URL: ``bearer_token_env`` (the variable holding a static token),
+      ``headers`` (static HTTP headers, private like the token),
+      ``allow_insecure_http`` and ``http_client`` (an ``httpx.Client``).
+      Credentials (a token or headers) are refused over plain ``http:`` to
+      a host that is not loopback unless ``allow_insecure_http=True``.
+
+    Any other keyword, or one of another transport, raises
+    :class:`InvalidOption` naming it.
     """
-    given: dict[str, Any] = {k: v for k, v in locals().items() if k != "options"}
-    merged: dict[str, Any] = dict(options.connect_kwargs()) if options is not None else {}
-    merged.update({k: v for k, v in given.items() if v is not None})
+    given = {
+        "server": server, "command": command, "args": args, "url": url,
+        "protocol": protocol, "protocol_version": protocol_version, **more,
+    }  # fmt: skip
+    switches = {
+        "limits": limits, "auth": auth, "handlers": handlers, "diagnostics": diagnostics,
+        "auto_refresh": auto_refresh, "validate_output": validate_output,
+    }  # fmt: skip
     started = time.monotonic()
     try:
-        session = _connect(**merged)
+        from ._options import resolve  # pydantic: imported by the first connect
+
+        settings = resolve(options, given, switches)
+        session = _start(settings)
     except McpError as exc:
-        _log.connect_failed(merged.get("server"), exc, started)
+        name = server if server is not None else getattr(options, "server", None)
+        _log.connect_failed(name, exc, started)
         raise
-    _log.connected(session, "http" if merged.get("url") is not None else "stdio", started)
+    _log.connected(session, "stdio" if hasattr(settings.options, "command") else "http", started)
     return session
 
 
@@ -112,160 +120,117 @@ def connect_http(
 ) -> Session:
     """:func:`connect` to a Streamable HTTP server, optionally with static
     ``headers``, ``auth`` (see :mod:`mcp_sync.auth`) or a static token from
-    ``bearer_token_env``."""
+    ``bearer_token_env``; ``kwargs`` are :func:`connect`'s others."""
     return connect(
         server=server, url=url, bearer_token_env=bearer_token_env, headers=headers, auth=auth,
         **kwargs,
     )
 
 
-def _connect(
-    *,
-    server: object = None,
-    command: object = None,
-    args: object = None,
-    cwd: object = None,
-    env: object = None,
-    inherit_env: object = False,
-    url: object = None,
-    bearer_token_env: object = None,
-    headers: object = None,
-    allow_insecure_http: object = None,
-    auth: object = None,
-    http_client: object = None,
-    secrets: object = None,
-    transport: object = None,
-    protocol: object = None,
-    protocol_version: object = None,
-    diagnostics: object = None,
-    handlers: object = None,
-    auto_refresh: object = False,
-    validate_output: object = False,
-    limits: object = None,
-    **limit_options: Any,
-) -> Session:
-    # Step 1: every option is checked before anything is spawned or dialled.
-    if not isinstance(server, str) or not server:
-        raise ProtocolError("option server must be a non-empty string")
-    if limits is not None:
-        if not isinstance(limits, Limits):
-            raise ProtocolError("option limits must be an mcp_sync.Limits (made with Limits.create)")
-        limit_options = {**limits.as_options(), **limit_options}
-    limits = Limits.create(**limit_options)
-    mode, pinned = check_protocol(protocol, protocol_version)
-    if diagnostics is not None and not callable(diagnostics):
-        raise ProtocolError("option diagnostics must be callable")
-    if (command is None) == (url is None):
-        raise ProtocolError("give exactly one of the options command and url")
-    if transport not in (None, "stdio", "http", "sse"):
-        raise ProtocolError('option transport must be "stdio", "http" or "sse"')
-    if (transport == "stdio" and command is None) or (transport in ("http", "sse") and url is None):
-        given = "url" if url is not None else "command"
-        raise ProtocolError(f"option transport={transport} does not match the option {given}")
-    if handlers is not None and not isinstance(handlers, Handlers):
-        raise ProtocolError("option handlers must be a mcp_sync.Handlers")
-    for name, flag in (("auto_refresh", auto_refresh), ("validate_output", validate_output)):
-        if type(flag) is not bool:
-            raise ProtocolError(f"option {name} must be a bool")
-    if validate_output:
+def _start(settings: Settings) -> Session:
+    """Start the transport the options name and settle the era."""
+    from ._options import ConnectOptions, SseConnectOptions
+
+    options = settings.options
+    try:
+        mode, pinned = check_protocol(options.protocol, options.protocol_version)
+    except ProtocolError as exc:  # a version of the other era than the protocol asked
+        raise _as_invalid(exc) from None
+    if settings.validate_output:
         require_jsonschema()
-    # What the session does besides tools: the same for every transport.
-    features: dict[str, Any] = {
-        "handlers": handlers,
-        "auto_refresh": auto_refresh is True,
-        "validate_output": validate_output is True,
-    }
+    if isinstance(options, ConnectOptions):
+        return _negotiated(lambda: _stdio_core(settings, options), mode, pinned, http=False)
+    http_options = _http_options(options)
+    if isinstance(options, SseConnectOptions):
+        if mode == "modern":
+            raise InvalidOption(
+                "option transport=sse is the 2024-11-05 HTTP+SSE transport, "
+                "which has no modern era"
+            )
+        return _negotiated(lambda: _sse_core(settings, http_options), "legacy", pinned, http=True)
 
-    if url is not None:
-        from ._http import check_http_options
-
-        http_options = check_http_options(
-            server,
-            url,
-            bearer_token_env,
-            http_client,
-            headers=headers,
-            allow_insecure_http=allow_insecure_http,
+    def attempt(binding: Any) -> Session:
+        session = _negotiated(
+            lambda: _http_core(settings, http_options, binding), mode, pinned, http=True
         )
-        if transport == "sse":
-            if mode == "modern":
-                raise ProtocolError(
-                    "option transport=sse is the 2024-11-05 HTTP+SSE transport, "
-                    "which has no modern era"
-                )
-            if auth is not None:
-                raise ProtocolError("option auth applies to Streamable HTTP, not to transport=sse")
-            from ._sse import SseTransport
+        if binding is not None:
+            # From now on a login that needs a person runs inside the request.
+            binding.established = True
+        return session
 
-            def open_sse() -> _Core:
-                core = _Core(server, limits, diagnostics, **features)
-                core.transport = SseTransport(core, limits=limits, **http_options)
-                return core
+    if settings.auth is None:
+        return attempt(None)
+    from .auth._connect import connect_with_auth
 
-            return _negotiated(open_sse, "legacy", pinned, http=True)
+    return connect_with_auth(settings.auth, http_options, attempt, settings.limits)
 
-        def attempt(binding: Any) -> Session:
-            def open_http() -> _Core:
-                return _http_core(server, limits, diagnostics, http_options, binding, features)
 
-            session = _negotiated(open_http, mode, pinned, http=True)
-            if binding is not None:
-                # From now on a login that needs a person runs inside the request.
-                binding.established = True
-            return session
+def _core(settings: Settings) -> _Core:
+    return _Core(
+        settings.options.server,
+        settings.limits,
+        settings.diagnostics,
+        handlers=settings.handlers,
+        auto_refresh=settings.auto_refresh,
+        validate_output=settings.validate_output,
+    )
 
-        if auth is None:
-            return attempt(None)
-        from .auth._connect import connect_with_auth
 
-        return connect_with_auth(auth, http_options, attempt, limits)
-    if auth is not None:
-        raise ProtocolError("option auth applies to an HTTP server (url), not to a command")
-    if headers is not None or allow_insecure_http is not None:
-        raise ProtocolError(
-            "options headers and allow_insecure_http apply only to an HTTP server (url)"
-        )
+def _stdio_core(settings: Settings, options: ConnectOptions) -> _Core:
     from ._stdio import StdioTransport, child_environment
 
-    if not isinstance(command, str) or not command:
-        raise ProtocolError("option command must be a non-empty string")
-    arg_list = _string_list(args)
-    if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
-        raise ProtocolError("option cwd must be a path")
-    extra_env = _string_map(env)
-    child_env = child_environment(extra_env, inherit_env is True)
-    masked = _secret_values(secrets, extra_env)
-    workdir = os.fspath(cwd) if cwd is not None else None
+    env = options.env
+    masked = (*(options.secrets or ()), *(env.values() if env else ()))
+    core = _core(settings)
+    core.transport = StdioTransport(
+        core,
+        server=options.server,
+        command=options.command,
+        args=list(options.args),
+        cwd=os.fspath(options.cwd) if options.cwd is not None else None,
+        env=child_environment(env, options.inherit_env is True),
+        limits=settings.limits,
+        secrets=masked,
+    )
+    return core
 
-    def open_stdio() -> _Core:
-        core = _Core(server, limits, diagnostics, **features)
-        core.transport = StdioTransport(
-            core,
-            server=server,
-            command=command,
-            args=arg_list,
-            cwd=workdir,
-            env=child_env,
-            limits=limits,
-            secrets=masked,
+
+def _http_options(options: HttpConnectOptions) -> dict[str, Any]:
+    """The HTTP transports' keyword arguments: the token is read from its
+    variable here, when connecting, never earlier."""
+    from ._http import check_http_options
+
+    try:
+        return check_http_options(
+            options.server,
+            options.url,
+            options.bearer_token_env,
+            options.http_client,
+            headers=options.headers,
+            allow_insecure_http=options.allow_insecure_http,
         )
-        return core
+    except ProtocolError as exc:
+        # An unset token variable, a URL httpx cannot use, no httpx: the caller's.
+        raise _as_invalid(exc) from None
 
-    return _negotiated(open_stdio, mode, pinned, http=False)
+
+def _as_invalid(exc: ProtocolError) -> InvalidOption:
+    return exc if isinstance(exc, InvalidOption) else InvalidOption(exc.message)
 
 
-def _http_core(  # noqa: PLR0917
-    server: str,
-    limits: Limits,
-    diagnostics: object,
-    http_options: dict[str, Any],
-    binding: Any,
-    features: dict[str, Any],
-) -> _Core:
+def _http_core(settings: Settings, http_options: dict[str, Any], binding: Any) -> _Core:
     from ._http import HttpTransport
 
-    core = _Core(server, limits, diagnostics, **features)  # type: ignore[arg-type]
-    core.transport = HttpTransport(core, limits=limits, auth=binding, **http_options)
+    core = _core(settings)
+    core.transport = HttpTransport(core, limits=settings.limits, auth=binding, **http_options)
+    return core
+
+
+def _sse_core(settings: Settings, http_options: dict[str, Any]) -> _Core:
+    from ._sse import SseTransport
+
+    core = _core(settings)
+    core.transport = SseTransport(core, limits=settings.limits, **http_options)
     return core
 
 
@@ -275,41 +240,3 @@ def _negotiated(
     """Start a transport, settle the era, fetch the catalog (see ._eras)."""
     done = negotiate(open_core, mode, pinned, http=http)
     return Session(done.core, done.era, done.server_info)
-
-
-def _string_list(value: object) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise ProtocolError("option args must be a list of strings")
-    if not all(isinstance(item, str) for item in value):
-        raise ProtocolError("option args must be a list of strings")
-    return list(value)
-
-
-def _string_map(value: object) -> dict[str, str] | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise ProtocolError("option env must be a mapping of strings to strings")
-    for key, item in value.items():
-        if not isinstance(key, str) or not key or "=" in key or "\0" in key:
-            raise ProtocolError("option env has a key that is not a valid variable name")
-        if not isinstance(item, str) or "\0" in item:
-            raise ProtocolError(f"option env has a value for {key!a} that is not a string")
-    return dict(value)
-
-
-def _secret_values(secrets: object, env: Mapping[str, str] | None) -> tuple[str, ...]:
-    """Values the stderr tail masks: ``secrets`` and the values of ``env``."""
-    values: list[str] = []
-    if secrets is not None:
-        if isinstance(secrets, (str, bytes)) or not isinstance(secrets, Iterable):
-            raise ProtocolError("option secrets must be a collection of strings")
-        for item in secrets:
-            if not isinstance(item, str):
-                raise ProtocolError("option secrets must be a collection of strings")
-            values.append(item)
-    if env:
-        values.extend(env.values())
-    return tuple(values)

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ._errors import InvalidInput
+
 __all__ = ["IGNORED_KEYS", "EntryProblem", "RawEntry", "entries"]
 
 IGNORED_KEYS: frozenset[str] = frozenset(
@@ -44,8 +46,9 @@ IGNORED_KEYS: frozenset[str] = frozenset(
 _HTTP_TYPES = frozenset({"http", "streamable-http", "streamableHttp", "streamable_http"})
 
 
-class EntryProblem(ValueError):
-    """A problem with one entry of an object format; ``field`` names the key."""
+class EntryProblem(InvalidInput):
+    """A problem with one entry of an object format; ``field`` names the key.
+    (Reported to a caller as the :class:`ConfigError` of its entry.)"""
 
     def __init__(self, field: str | None, problem: str) -> None:
         super().__init__(problem)

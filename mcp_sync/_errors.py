@@ -14,8 +14,11 @@ from ._redact import Redacted
 
 __all__ = [
     "AuthError",
+    "ConfigError",
     "ConnectionClosed",
     "InputRequired",
+    "InvalidInput",
+    "InvalidOption",
     "InvalidResponse",
     "LoginRequired",
     "McpError",
@@ -64,6 +67,79 @@ class ProtocolError(McpError):
     is invalid, or an outgoing argument cannot be sent."""
 
     kind = "protocol_error"
+
+
+class InvalidOption(ProtocolError, ValueError):
+    """A mistake of the caller's: an option of :func:`mcp_sync.connect`,
+    ``Limits``, ``Handlers``, ``Servers`` or a call, or an outgoing argument,
+    that cannot be used. Nothing was started or sent.
+
+    Its kind stays ``protocol_error`` (it is a :class:`ProtocolError`), and it
+    is also a builtin :class:`ValueError`: ``except ValueError`` catches every
+    mistake of the caller's and nothing the peer did.
+    """
+
+    kind = "protocol_error"
+
+
+class InvalidInput(McpError, ValueError):
+    """A mistake of the caller's outside a session's options: a config entry,
+    a flow projection or declaration, a model's tool call. Also a builtin
+    :class:`ValueError`. Subclasses say which (``ConfigError``,
+    ``flows.ProjectionError``, ``model_tools.MalformedToolCall``...)."""
+
+    kind = "invalid_input"
+
+
+class ConfigError(InvalidInput):
+    """A config file (or entry) could not be used.
+
+    ``path`` is the file; ``index`` the entry's position (or ``None`` for a
+    problem with the whole file) and ``entry`` its name in a ``mcpServers``
+    or ``servers`` object (``None`` in an array); ``field`` the field
+    within it (a camelCase name, possibly with a ``.key`` or ``[n]``
+    suffix); ``problem`` what is wrong.
+    """
+
+    kind = "config_error"
+
+    def __init__(
+        self,
+        path: str,
+        problem: str,
+        *,
+        index: int | None = None,
+        field: str | None = None,
+        entry: str | None = None,
+    ) -> None:
+        self.path = path
+        self.problem = problem
+        self.index = index
+        self.field = field
+        self.entry = entry
+        super().__init__(self._where() + problem)
+
+    def _where(self) -> str:
+        where = self.path
+        if self.entry is not None:
+            where += f": entry {_quoted(self.entry)}"
+        elif self.index is not None:
+            where += f": entry {self.index}"
+        if (self.entry is not None or self.index is not None) and self.field is not None:
+            where += f", field {self.field}"
+        return where + ": "
+
+    def __repr__(self) -> str:
+        return f"ConfigError({self.message!r})"
+
+    def _copy(self) -> McpError:
+        return ConfigError(
+            self.path, self.problem, index=self.index, field=self.field, entry=self.entry
+        )
+
+
+def _quoted(name: str) -> str:
+    return '"' + ascii(name)[1:-1].replace('"', '\\"') + '"'
 
 
 class InvalidResponse(McpError):

@@ -5,7 +5,7 @@ A server may ask its client for things: to elicit input from the user
 (``sampling/createMessage``), for the filesystem roots it may use
 (``roots/list``), or just whether it is alive (``ping``). Each is served only
 when the caller gave what serves it, and declared as a client capability only
-then (SPEC §9.8, §10.2); any other method is answered ``-32601`` "Method not
+then (a capability is declared only when something serves it); any other method is answered ``-32601`` "Method not
 found", as before.
 
 :class:`ServerRequests` is the one place that decides how a method is
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ._catalog import freeze, thaw
-from ._errors import InputRequired, McpError, ProtocolError, Timeout
+from ._errors import InputRequired, InvalidOption, McpError, ProtocolError, Timeout
 from ._jsonrpc import encode
 from ._limits import check_limit, reply_not_queued, seconds
 from ._roots import Root, RootsProvider, has_control_chars, normalize_roots
@@ -202,9 +202,9 @@ class Handlers:
         for name in ("elicitation", "url_elicitation", "sampling"):
             value = getattr(self, name)
             if value is not None and not callable(value):
-                raise ProtocolError(f"handler {name} must be callable")
+                raise InvalidOption(f"handler {name} must be callable")
         if type(self.sampling_tools) is not bool:
-            raise ProtocolError("option sampling_tools must be a bool")
+            raise InvalidOption("option sampling_tools must be a bool")
         if self.roots is not None and not callable(self.roots):
             object.__setattr__(self, "roots", normalize_roots(self.roots))
         if self.timeout_ms is not None:
@@ -442,13 +442,14 @@ class ServerRequests:
     ) -> None:
         """Answer at once, from the thread that read the request (a ping, a
         refusal): the transport's ``reply`` never makes a reading caller wait
-        for room in the outbound queue (SPEC 9.12)."""
+        for room in the outbound queue: a caller's deadline bounds what it does
+        for others."""
         self._send(_reply(request_id, result=result, error=error))
 
     def _send(self, message: dict[str, Any]) -> None:
         """Send one reply through the transport's ``reply``, the one way every
         answer to a server request leaves; the session ends if it cannot be
-        queued within ``request_timeout_ms`` (SPEC 9.11)."""
+        queued within ``request_timeout_ms``."""
         core = self._core
         transport = core.transport
         if core.terminal is not None or transport is None:

@@ -10,7 +10,7 @@ from itertools import accumulate, compress, repeat
 from operator import eq, sub
 from typing import Any
 
-from ._errors import ProtocolError
+from ._errors import InvalidOption, ProtocolError
 from ._limits import MAX_JSON_DEPTH
 
 __all__ = [
@@ -167,7 +167,7 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
         depth, has_jsonrpc = _depth_profile(line)
         if depth > MAX_JSON_DEPTH:
             # Too deep to parse without recursion: a message only if its
-            # top-level object names jsonrpc (SPEC 9.14).
+            # top-level object names jsonrpc (else it is noise).
             if has_jsonrpc:
                 raise ProtocolError(
                     f"a frame nests deeper than the JSON depth limit of {MAX_JSON_DEPTH}"
@@ -195,17 +195,17 @@ def encode(message: dict[str, Any], max_bytes: int) -> bytes:
     try:
         data = _dumps(message).encode("utf-8")
     except UnicodeEncodeError:
-        raise ProtocolError("an outgoing string contains a lone surrogate") from None
+        raise InvalidOption("an outgoing string contains a lone surrogate") from None
     except ValueError as exc:
         # NaN and infinities, or an integer past the interpreter's digit limit
         # for int-to-text conversion.
         if "digit" in str(exc):
-            raise ProtocolError(
+            raise InvalidOption(
                 "an outgoing integer is too large to encode (beyond the range of a JSON number)"
             ) from None
-        raise ProtocolError("an outgoing number is NaN or infinite") from None
+        raise InvalidOption("an outgoing number is NaN or infinite") from None
     if len(data) > max_bytes:
-        raise ProtocolError(
+        raise InvalidOption(
             f"an outbound frame of {len(data)} bytes is over "
             f"max_outbound_frame_bytes={max_bytes}"
         )
@@ -217,16 +217,16 @@ _SCALARS = (str, int, float, bool, type(None))
 _FLAT = frozenset({str, int, bool, type(None)})
 
 
-def _too_deep() -> ProtocolError:
-    return ProtocolError(f"tool arguments nest deeper than the JSON depth limit of {MAX_JSON_DEPTH}")
+def _too_deep() -> InvalidOption:
+    return InvalidOption(f"tool arguments nest deeper than the JSON depth limit of {MAX_JSON_DEPTH}")
 
 
-def _too_large(max_bytes: int) -> ProtocolError:
-    return ProtocolError(f"tool arguments encode to more than max_outbound_frame_bytes={max_bytes}")
+def _too_large(max_bytes: int) -> InvalidOption:
+    return InvalidOption(f"tool arguments encode to more than max_outbound_frame_bytes={max_bytes}")
 
 
-def _int_too_large() -> ProtocolError:
-    return ProtocolError(
+def _int_too_large() -> InvalidOption:
+    return InvalidOption(
         "tool arguments contain an integer beyond the range of a JSON number (it overflows a double)"
     )
 
@@ -241,24 +241,32 @@ def check_arguments(arguments: object, max_bytes: int) -> None:
     and one huge string must not be encoded only to be refused.
     """
     if not isinstance(arguments, dict):
-        raise ProtocolError(
+        raise InvalidOption(
             f"tool arguments must be a dict with str keys, got {type(arguments).__name__}"
         )
-    if len(arguments) <= 16:
-        # The common flat case, without the walk's bookkeeping.
-        size = 0
-        for key, value in arguments.items():
-            kind = type(value)
-            if type(key) is not str or kind not in _FLAT:
-                break
-            if kind is str:
-                size += len(key) + len(value)
-            elif kind is int and not -_INT_OVERFLOW < value < _INT_OVERFLOW:
-                raise _int_too_large()
-        else:
-            if size > max_bytes:
-                raise _too_large(max_bytes)
-            return  # encode() checks the exact size
+    if len(arguments) <= 16 and _flat_checked(arguments, max_bytes):
+        return  # encode() checks the exact size
+    _walk(arguments, max_bytes)
+
+
+def _flat_checked(arguments: dict[Any, Any], max_bytes: int) -> bool:
+    """The common flat case, without the walk's bookkeeping: ``True`` when
+    every value is a str, int, bool or None (and fits); ``False`` to walk."""
+    size = 0
+    for key, value in arguments.items():
+        kind = type(value)
+        if type(key) is not str or kind not in _FLAT:
+            return False
+        if kind is str:
+            size += len(key) + len(value)
+        elif kind is int and not -_INT_OVERFLOW < value < _INT_OVERFLOW:
+            raise _int_too_large()
+    if size > max_bytes:
+        raise _too_large(max_bytes)
+    return True
+
+
+def _walk(arguments: dict[Any, Any], max_bytes: int) -> None:
     budget = max_bytes
     stack: list[tuple[object, int]] = [(arguments, 3)]
     while stack:
@@ -271,7 +279,7 @@ def check_arguments(arguments: object, max_bytes: int) -> None:
             budget -= 2 + len(value)
             for key, item in value.items():
                 if not isinstance(key, str):
-                    raise ProtocolError(
+                    raise InvalidOption(
                         f"tool arguments have a key of type {type(key).__name__}; keys must be str"
                     )
                 budget -= len(key) + 3
@@ -283,7 +291,7 @@ def check_arguments(arguments: object, max_bytes: int) -> None:
             stack.extend((item, depth + 1) for item in value)
         elif isinstance(value, float):
             if not math.isfinite(value):
-                raise ProtocolError("tool arguments contain NaN or an infinite number")
+                raise InvalidOption("tool arguments contain NaN or an infinite number")
             budget -= 1
         elif isinstance(value, int) and not isinstance(value, bool):
             if not -_INT_OVERFLOW < value < _INT_OVERFLOW:
@@ -292,7 +300,7 @@ def check_arguments(arguments: object, max_bytes: int) -> None:
         elif isinstance(value, _SCALARS):
             budget -= 1
         else:
-            raise ProtocolError(
+            raise InvalidOption(
                 f"tool arguments contain a value of type {type(value).__name__}, "
                 "which JSON cannot carry"
             )

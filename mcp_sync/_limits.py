@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ._errors import ProtocolError
+from ._errors import InvalidOption, ProtocolError
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT_MS",
@@ -21,7 +21,10 @@ __all__ = [
     "DEFAULT_REQUEST_TIMEOUT_MS",
     "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
+    "LIMIT_NAMES",
+    "STDIO_ONLY_LIMITS",
     "Limits",
+    "check_limit",
     "reply_not_queued",
     "request_budget",
     "seconds",
@@ -59,6 +62,8 @@ class Limits:
     max_tool_document_bytes: int = DEFAULT_MAX_TOOL_DOCUMENT_BYTES
     max_catalog_pages: int = DEFAULT_MAX_CATALOG_PAGES
     max_stderr_bytes: int = DEFAULT_MAX_STDERR_BYTES
+    # A new limit is added here (with its DEFAULT_ constant) and nowhere else:
+    # connect's keywords and the config file's camelCase names derive from it.
 
     def as_options(self) -> dict[str, int]:
         """The limits as keyword arguments of :func:`mcp_sync.connect`."""
@@ -71,11 +76,20 @@ class Limits:
         values: dict[str, int] = {}
         for name, value in options.items():
             if name not in known:
-                raise ProtocolError(f"unknown option {name!r}")
+                raise InvalidOption(f"unknown option {name!r}")
             if value is None:
                 continue
             values[name] = check_limit(name, value)
         return cls(**values)
+
+
+LIMIT_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Limits))
+"""The limits' option names, in order: ``connect``'s keywords and, in
+camelCase, a config entry's fields."""
+
+STDIO_ONLY_LIMITS: frozenset[str] = frozenset({"queue_capacity", "max_stderr_bytes"})
+"""Limits that only a stdio server's config entry may set (an HTTP entry has
+no child's stderr and no queue of its own to size)."""
 
 
 def check_limit(name: str, value: object) -> int:
@@ -86,7 +100,7 @@ def check_limit(name: str, value: object) -> int:
     """
     if type(value) is not int or not 1 <= value <= MAX_SAFE_INTEGER:
         shown = repr(value) if isinstance(value, (int, float, bool)) else type(value).__name__
-        raise ProtocolError(
+        raise InvalidOption(
             f"option {name} must be a positive integer no larger than 2**53-1, got {shown}"
         )
     return value
@@ -107,7 +121,8 @@ def seconds(ms: int) -> float:
 
 def reply_not_queued(limits: Limits) -> ProtocolError:
     """The session's end when a reply to a server request found no room in
-    the outbound queue for ``request_timeout_ms`` (SPEC 9.11)."""
+    the outbound queue for ``request_timeout_ms``: the session cannot go on
+    without answering the server, so it ends."""
     return ProtocolError(
         "a reply to a server request could not be queued within "
         f"request_timeout_ms={limits.request_timeout_ms} "

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._errors import InvalidInput
+
 __all__ = ["CLIENTS", "Location", "candidates", "select_servers"]
 
 CLIENTS: tuple[str, ...] = ("claude-desktop", "claude-code", "cursor", "vscode")
@@ -72,7 +74,7 @@ def candidates(
             Location(here / ".vscode" / "mcp.json", "project"),
             Location(_config_home(env) / "Code" / "User" / "mcp.json", "user"),
         )
-    raise ValueError(f"unknown client {client!a}; one of {', '.join(CLIENTS)}")
+    raise InvalidInput(f"unknown client {client!a}; one of {', '.join(CLIENTS)}")
 
 
 def _claude_code_user(document: Any, cwd: Path) -> Any:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._errors import ProtocolError
+from ._errors import InvalidOption
 
 __all__ = ["MAX_ROOTS", "Root", "RootLike", "RootsProvider", "has_control_chars", "normalize_roots"]
 
@@ -41,9 +41,9 @@ RootsProvider = Sequence[RootLike] | Callable[[], Sequence[RootLike]]
 def normalize_roots(roots: object) -> tuple[Root, ...]:
     """Roots as given by a caller -> checked :class:`Root` values."""
     if isinstance(roots, (str, bytes, Mapping)) or not isinstance(roots, Sequence):
-        raise ProtocolError("roots must be a list of roots (file:// URIs, paths or Root values)")
+        raise InvalidOption("roots must be a list of roots (file:// URIs, paths or Root values)")
     if len(roots) > MAX_ROOTS:
-        raise ProtocolError(f"roots: more than {MAX_ROOTS} roots")
+        raise InvalidOption(f"roots: more than {MAX_ROOTS} roots")
     return tuple(_root(item) for item in roots)
 
 
@@ -57,19 +57,19 @@ def _root(item: object) -> Root:
     elif isinstance(item, os.PathLike):
         path = Path(os.fspath(item))
         if not path.is_absolute():
-            raise ProtocolError("a root path must be absolute")
+            raise InvalidOption("a root path must be absolute")
         uri = path.as_uri()
     elif isinstance(item, str) and not item.startswith("file:"):
         path = Path(item)
         if not path.is_absolute():
-            raise ProtocolError("a root must be a file:// URI or an absolute path")
+            raise InvalidOption("a root must be a file:// URI or an absolute path")
         uri = path.as_uri()
     else:
         uri = item
     if not isinstance(uri, str) or not uri.startswith("file://") or has_control_chars(uri):
-        raise ProtocolError("a root must be a file:// URI without control characters")
+        raise InvalidOption("a root must be a file:// URI without control characters")
     if name is not None and not isinstance(name, str):
-        raise ProtocolError("a root's name must be a string")
+        raise InvalidOption("a root's name must be a string")
     return Root(uri, name)
 
 

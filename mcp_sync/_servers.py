@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import _log
 from ._client import connect
-from ._errors import ConnectionClosed, McpError, ProtocolError, RemoteError, ServerUnavailable
+from ._errors import (
+    ConnectionClosed,
+    InvalidOption,
+    McpError,
+    RemoteError,
+    ServerUnavailable,
+)
 from ._limits import check_limit
 from ._redact import Diagnostics
 from ._session import CLOSED_BY_CALLER, FORKED
@@ -98,7 +104,7 @@ class RespawnPolicy:
 
     def __post_init__(self) -> None:
         if type(self.immediate) is not int or self.immediate < 0:
-            raise ProtocolError("option immediate must be an integer of at least 0")
+            raise InvalidOption("option immediate must be an integer of at least 0")
         for name in ("first_delay_ms", "max_delay_ms", "stable_after_ms"):
             check_limit(name, getattr(self, name))
 
@@ -185,9 +191,9 @@ class Servers:
         if respawn is None:
             respawn = RespawnPolicy()
         elif not isinstance(respawn, RespawnPolicy):
-            raise ProtocolError("option respawn must be a RespawnPolicy")
+            raise InvalidOption("option respawn must be a RespawnPolicy")
         if diagnostics is not None and not callable(diagnostics):
-            raise ProtocolError("option diagnostics must be callable")
+            raise InvalidOption("option diagnostics must be callable")
         self._interval: float | None = None
         if health_check_interval_ms is not None:
             ms = check_limit("health_check_interval_ms", health_check_interval_ms)

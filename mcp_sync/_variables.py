@@ -20,6 +20,8 @@ import os
 import re
 from collections.abc import Callable, Mapping
 
+from ._errors import InvalidInput
+
 __all__ = ["VariableError", "expand"]
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -33,8 +35,9 @@ _PREDEFINED: dict[str, Callable[[], str]] = {
 }
 
 
-class VariableError(ValueError):
-    """A reference that cannot be expanded; the message names it, never a value."""
+class VariableError(InvalidInput):
+    """A reference that cannot be expanded; the message names it, never a value.
+    (Reported to a caller as the :class:`ConfigError` of its entry and field.)"""
 
 
 def expand(

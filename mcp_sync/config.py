@@ -24,36 +24,27 @@ from __future__ import annotations
 
 import json
 import os
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeAlias
-from urllib.parse import urlsplit
+from typing import Any
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    StrictBool,
-    StrictInt,
-    StrictStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, ValidationError
 
 from ._config_formats import EntryProblem, RawEntry, document_format, entries, normalise
-from ._headers import check_headers, plain_http_refused
+from ._errors import ConfigError, InvalidInput
 from ._jsonrpc import json_depth
-from ._limits import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
+from ._limits import MAX_JSON_DEPTH, STDIO_ONLY_LIMITS
 from ._locations import CLIENTS, candidates, select_servers
+from ._options import (
+    PYTHON_ONLY_FIELDS,
+    ConnectOptions,
+    FieldError,
+    HttpConnectOptions,
+    ServerEntry,
+    SseConnectOptions,
+    problem_of,
+)
 from ._variables import VariableError, expand
-from ._versions import SUPPORTED_PROTOCOL_VERSIONS
-from .auth._config import AuthConfig
-from .flows import ProjectionError, check_flow_name
 
 __all__ = [
     "CLIENTS",
@@ -63,6 +54,7 @@ __all__ = [
     "MAX_CONFIG_BYTES",
     "MAX_CONFIG_DEPTH",
     "ServerEntry",
+    "SseConnectOptions",
     "client_config_paths",
     "load_client_config",
     "load_config",
@@ -76,299 +68,8 @@ MAX_CONFIG_BYTES = 16 * 1024 * 1024
 MAX_CONFIG_DEPTH = MAX_JSON_DEPTH
 """Objects and arrays in a config file nest at most this deep (128)."""
 
-# A limit: a positive integer no larger than 2**53-1. Strict, so a bool, a
-# float such as 1.0 or a numeric string is refused rather than coerced.
-Limit = Annotated[StrictInt, Field(ge=1, le=MAX_SAFE_INTEGER)]
-NonEmpty = Annotated[StrictStr, Field(min_length=1)]
-# Any sequence of strings in Python (a str itself is refused), kept as a tuple.
-Strings = Annotated[Sequence[StrictStr], AfterValidator(tuple)]
-Names = Annotated[Sequence[NonEmpty], AfterValidator(tuple)]
-
-_LIMIT_PROBLEM = "must be a positive integer no larger than 2**53-1"
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_PROJECTION = frozenset({"include", "exclude", "name_prefix"})
-_MASK = "[REDACTED]"
 # The fields whose string values may hold ${VAR} references.
 _EXPANDED = ("command", "args", "env", "cwd", "url", "headers")
-
-
-class _Entry(BaseModel):
-    """What every server entry has: its name, projection fields and limits."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        populate_by_name=True,
-        alias_generator=to_camel,
-        frozen=True,
-    )
-
-    server: NonEmpty
-    """The server's name: in messages, and in flow names ``mcp/<server>/<tool>``."""
-
-    include: Names | None = None
-    """Exact tool names to keep; omitted or empty keeps every tool."""
-    exclude: Names | None = None
-    """Exact tool names to drop, applied after ``include``."""
-    name_prefix: NonEmpty | None = None
-    """Replaces the default ``mcp/<server>`` flow-name prefix."""
-
-    protocol: Literal["auto", "legacy", "modern"] | None = None
-    """The protocol era: ``auto`` (the default) probes, ``legacy`` is the
-    handshake only, ``modern`` is 2026-07-28 only."""
-    protocol_version: NonEmpty | None = None
-    """Pin one revision (one of ``SUPPORTED_PROTOCOL_VERSIONS``)."""
-
-    handshake_timeout_ms: Limit | None = None
-    request_timeout_ms: Limit | None = None
-    max_frame_bytes: Limit | None = None
-    max_outbound_frame_bytes: Limit | None = None
-    max_tools: Limit | None = None
-    max_tool_name_bytes: Limit | None = None
-    max_tool_document_bytes: Limit | None = None
-    max_catalog_pages: Limit | None = None
-
-    # Values its ${VAR} references expanded to (set by the loader).
-    _secrets: frozenset[str] = PrivateAttr(default_factory=frozenset)
-
-    def __repr_args__(self) -> Any:
-        # env and headers values are private whatever their origin; other
-        # fields show a [REDACTED] where an expanded value stood.
-        for name, value in super().__repr_args__():
-            if name in ("env", "headers") and isinstance(value, dict):
-                yield name, dict.fromkeys(value, _MASK)
-            else:
-                yield name, _masked(value, self._secrets)
-
-    @field_validator("server")
-    @classmethod
-    def _server_name(cls, value: str) -> str:
-        # The name reaches a model inside flow names and descriptions.
-        if "/" in value:
-            raise ValueError("must not contain '/' (it separates the parts of a flow name)")
-        if value in (".", ".."):
-            raise ValueError("must not be '.' or '..'")
-        try:
-            check_flow_name(value, what="server")
-        except ProjectionError:
-            raise ValueError("must not contain control or format characters") from None
-        return value
-
-    @field_validator("protocol_version")
-    @classmethod
-    def _version(cls, value: str | None) -> str | None:
-        if value is not None and value not in SUPPORTED_PROTOCOL_VERSIONS:
-            raise ValueError("must be one of " + ", ".join(SUPPORTED_PROTOCOL_VERSIONS))
-        return value
-
-    @field_validator("name_prefix")
-    @classmethod
-    def _prefix(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                check_flow_name(value, what="namePrefix")
-            except ProjectionError as exc:
-                raise ValueError(str(exc)) from None
-        return value
-
-    def connect_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`mcp_sync.connect` this entry sets.
-
-        Only fields that were given; never the projection fields.
-        """
-        out: dict[str, Any] = {}
-        for name in self.model_fields_set:
-            if name in _PROJECTION:
-                continue
-            value = getattr(self, name)
-            if value is None:
-                continue
-            out[name] = list(value) if isinstance(value, tuple) else value
-        if self._secrets:
-            out["secrets"] = sorted(self._secrets)
-        return out
-
-    def projection_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`mcp_sync.flows.project` this entry sets."""
-        return {
-            "name_prefix": self.name_prefix,
-            "include": self.include,
-            "exclude": self.exclude,
-        }
-
-
-class ConnectOptions(_Entry):
-    """A server started as a subprocess and spoken to over stdio."""
-
-    transport: Literal["stdio"] | None = Field(default=None, alias="type")
-    """``"stdio"`` (written ``type`` in the file): what an entry with a command is anyway."""
-    command: NonEmpty
-    """The executable. A relative path is resolved from the working directory
-    of the process that connects, not from the config file's directory."""
-    args: Strings
-    """Its arguments (required; write ``[]`` for none)."""
-    cwd: NonEmpty | None = None
-    env: dict[StrictStr, StrictStr] | None = None
-    """Added to the small allowlist of the parent's environment the child gets."""
-    queue_capacity: Limit | None = None
-    max_stderr_bytes: Limit | None = None
-
-    @field_validator("env")
-    @classmethod
-    def _env_names(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        for key in value or {}:
-            if not key or "=" in key or "\0" in key:
-                raise ValueError("has a key that is not a valid environment variable name")
-        return value
-
-
-class HttpConnectOptions(_Entry):
-    """A remote server spoken to over Streamable HTTP."""
-
-    transport: Literal["http", "sse"] | None = Field(default=None, alias="type")
-    """``"http"`` (Streamable HTTP, the default) or ``"sse"`` (the deprecated
-    HTTP+SSE transport of 2024-11-05); written ``type`` in the file."""
-    url: NonEmpty
-    """An absolute ``http:`` or ``https:`` URL, without a user or password."""
-    bearer_token_env: NonEmpty | None = None
-    """The name of the environment variable holding the bearer token. The
-    token itself never appears in the file."""
-    headers: dict[StrictStr, StrictStr] | None = None
-    """Static headers sent with every request (``"Authorization": "Bearer
-    ${TOKEN}"``), private like the token."""
-    allow_insecure_http: StrictBool | None = None
-    """Send the token or headers over plain ``http:`` to a host that is not
-    loopback. Off by default: they would cross the network unencrypted."""
-
-    @field_validator("headers")
-    @classmethod
-    def _headers(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        if value is not None:
-            check_headers(value, has_token=False)
-        return value
-
-    @model_validator(mode="after")
-    def _credentials(self) -> HttpConnectOptions:
-        if self.headers and self.bearer_token_env and any(
-            key.lower() == "authorization" for key in self.headers
-        ):
-            raise _FieldError(
-                "headers", "sets Authorization and bearerTokenEnv is also given; keep one"
-            )
-        if plain_http_refused(
-            self.url,
-            sends_credentials=bool(self.bearer_token_env or self.headers),
-            allowed=self.allow_insecure_http is True,
-        ):
-            raise _FieldError(
-                "url",
-                "is plain http:// to a host that is not loopback, so the bearer token or "
-                "headers would cross the network unencrypted: use https:, or set "
-                "allowInsecureHttp: true to opt in",
-            )
-        return self
-    auth: AuthConfig | None = None
-    """OAuth for the server (see :mod:`mcp_sync.auth`); built when connecting."""
-
-    def connect_kwargs(self) -> dict[str, Any]:
-        out = super().connect_kwargs()
-        if self.auth is not None:
-            out["auth"] = self.auth.build(self.server)
-        return out
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if _CONTROL.search(value) or any(ch.isspace() for ch in value):
-            raise ValueError("must not contain whitespace or control characters")
-        try:
-            parts = urlsplit(value)
-            host = parts.hostname
-            has_userinfo = parts.username is not None or parts.password is not None
-            parts.port  # noqa: B018 - raises ValueError for a bad port
-        except ValueError:
-            raise ValueError("is not a valid URL") from None
-        if parts.scheme.lower() not in ("http", "https"):
-            raise ValueError("must be an absolute http: or https: URL")
-        if not host:
-            raise ValueError("must name a host")
-        if has_userinfo:
-            raise ValueError(
-                "must not carry a user or password; name the token's variable in bearerTokenEnv"
-            )
-        return value
-
-    @field_validator("bearer_token_env")
-    @classmethod
-    def _token_env(cls, value: str | None) -> str | None:
-        if value is not None and not _ENV_NAME.match(value):
-            raise ValueError("must be an environment variable name (letters, digits, _)")
-        return value
-
-
-ServerEntry: TypeAlias = ConnectOptions | HttpConnectOptions
-
-
-class _FieldError(ValueError):
-    """A model-level rule broken by one field (reported as that field)."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(problem)
-        self.field = field
-        self.problem = problem
-
-
-def _masked(value: Any, secrets: frozenset[str]) -> Any:
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        for secret in sorted(secrets, key=len, reverse=True):
-            value = value.replace(secret, _MASK)
-        return value
-    if isinstance(value, tuple):
-        return tuple(_masked(item, secrets) for item in value)
-    return value
-
-
-class ConfigError(ValueError):
-    """A config file could not be used.
-
-    ``path`` is the file; ``index`` the entry's position (or ``None`` for a
-    problem with the whole file) and ``entry`` its name in a ``mcpServers``
-    or ``servers`` object (``None`` in an array); ``field`` the field
-    within it (a camelCase name, possibly with a ``.key`` or ``[n]``
-    suffix); ``problem`` what is wrong.
-    """
-
-    def __init__(
-        self,
-        path: str,
-        problem: str,
-        *,
-        index: int | None = None,
-        field: str | None = None,
-        entry: str | None = None,
-    ) -> None:
-        self.path = path
-        self.problem = problem
-        self.index = index
-        self.field = field
-        self.entry = entry
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = self.path
-        if self.entry is not None:
-            where += f": entry {_quoted(self.entry)}"
-        elif self.index is not None:
-            where += f": entry {self.index}"
-        if (self.entry is not None or self.index is not None) and self.field is not None:
-            where += f", field {self.field}"
-        return f"{where}: {self.problem}"
-
-
-def _quoted(name: str) -> str:
-    return '"' + ascii(name)[1:-1].replace('"', '\\"') + '"'
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -500,19 +201,10 @@ def _entry(
             "has both command and url; a server is stdio (command) or HTTP (url), never both",
             "url",
         )
-    model: type[ConnectOptions] | type[HttpConnectOptions] = (
-        HttpConnectOptions if has_url else ConnectOptions
-    )
-    # The file speaks camelCase only; the snake_case names are for Python.
-    aliases = {info.alias or name: name for name, info in model.model_fields.items()}
-    for key in item:
-        if key not in aliases:
-            hint = ""
-            if key in model.model_fields and model.model_fields[key].alias:
-                hint = f" (the file uses camelCase: {model.model_fields[key].alias})"
-            elif not has_url and key in _aliases(HttpConnectOptions):
-                hint = " (only an HTTP server entry, one with url, has it)"
-            raise fail(f"unknown field{hint}", _shown_key(key))
+    model = _model_of(item, has_url)
+    unknown = _unknown_key(model, item, has_url)
+    if unknown is not None:
+        raise fail(*unknown)
     if not has_command and not has_url:
         raise fail("is required (or url, for an HTTP server)", "command")
     found: set[str] = set()
@@ -522,7 +214,7 @@ def _entry(
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_input=False)
         first = errors[0]
-        field, problem = _location(first), _problem(first)
+        field, problem = _location(first), problem_of(first)
         if len(errors) > 1:
             more = len(errors) - 1
             problem += f" (and {more} more problem{'s' if more > 1 else ''} in this entry)"
@@ -559,8 +251,39 @@ def _expanded(
     return out
 
 
-def _aliases(model: type[BaseModel]) -> set[str]:
-    return {info.alias or name for name, info in model.model_fields.items()}
+def _model_of(item: Mapping[str, Any], has_url: bool) -> type[ServerEntry]:
+    if not has_url:
+        return ConnectOptions
+    return SseConnectOptions if item.get("type") == "sse" else HttpConnectOptions
+
+
+def _file_fields(model: type[BaseModel], *, http: bool) -> dict[str, str]:
+    """The camelCase names a file may use for ``model``, to the field names."""
+    left_out = PYTHON_ONLY_FIELDS | (STDIO_ONLY_LIMITS if http else frozenset())
+    return {
+        info.alias or name: name
+        for name, info in model.model_fields.items()
+        if name not in left_out
+    }
+
+
+def _unknown_key(
+    model: type[BaseModel], item: Mapping[str, Any], has_url: bool
+) -> tuple[str, str] | None:
+    """The problem and field of the first key the file may not use, if any.
+    The file speaks camelCase only; the snake_case names are for Python."""
+    aliases = _file_fields(model, http=has_url)
+    for key in item:
+        if key in aliases:
+            continue
+        hint = ""
+        alias = model.model_fields[key].alias if key in model.model_fields else None
+        if alias and alias in aliases:
+            hint = f" (the file uses camelCase: {alias})"
+        elif not has_url and key in _file_fields(HttpConnectOptions, http=True):
+            hint = " (only an HTTP server entry, one with url, has it)"
+        return f"unknown field{hint}", _shown_key(key)
+    return None
 
 
 def _shown_key(key: str) -> str:
@@ -569,7 +292,7 @@ def _shown_key(key: str) -> str:
 
 def _location(error: Any) -> str:
     cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, _FieldError):
+    if isinstance(cause, FieldError):
         return cause.field
     out = ""
     for part in error["loc"]:
@@ -580,33 +303,6 @@ def _location(error: Any) -> str:
         else:
             out += f".{_shown_key(part)}"
     return out or "(entry)"
-
-
-def _problem(error: Any) -> str:
-    kind = error["type"]
-    loc = error["loc"]
-    field = loc[0] if loc else ""
-    is_limit = isinstance(field, str) and (
-        field.endswith("Ms") or field.startswith(("max", "queue"))
-    )
-    if is_limit and kind in ("int_type", "greater_than_equal", "less_than_equal", "int_parsing"):
-        return _LIMIT_PROBLEM
-    if kind == "missing":
-        return "is required"
-    if kind in ("string_type",):
-        return "must be a string"
-    if kind == "string_too_short":
-        return "must not be empty"
-    if kind in ("tuple_type", "list_type", "sequence_str", "is_instance_of"):
-        return "must be an array"
-    if kind == "dict_type":
-        return "must be an object"
-    if kind == "bool_type":
-        return "must be true or false"
-    if kind == "value_error":
-        message = str(error.get("msg", ""))
-        return message.removeprefix("Value error, ")
-    return str(error.get("msg", "is invalid"))
 
 
 def _json_type(value: object) -> str:
@@ -643,7 +339,7 @@ def load_client_config(
     the paths tried.
     """
     if client not in CLIENTS:
-        raise ValueError(f"unknown client {client!a}; one of {', '.join(CLIENTS)}")
+        raise InvalidInput(f"unknown client {client!a}; one of {', '.join(CLIENTS)}")
     where = Path(cwd) if cwd is not None else Path.cwd()
     tried = candidates(client, cwd=where)
     for location in tried:

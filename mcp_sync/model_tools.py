@@ -33,7 +33,7 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, cast
 
 from ._catalog import CallToolResult, Tool, thaw
-from ._errors import ToolNotFound
+from ._errors import InvalidInput, ToolNotFound
 from ._jsonrpc import json_depth
 from ._limits import MAX_JSON_DEPTH
 from .flows import Flow, FlowFailed, FlowResult, FlowSource, catalog, project
@@ -106,9 +106,12 @@ class ToolCallFailed(FlowFailed):
         self.reply = reply
 
 
-class MalformedToolCall(ValueError):
+class MalformedToolCall(InvalidInput):
     """What was passed as a tool call is not one in this provider's shape
-    (a bug in the calling code, not something the model did)."""
+    (a bug in the calling code, not something the model did). An
+    :class:`mcp_sync.McpError` and a ``ValueError``."""
+
+    kind = "malformed_tool_call"
 
 
 # --------------------------------------------------------------------------
@@ -634,6 +637,6 @@ def export(source: object, provider: str) -> ModelTools:
     flows with one name raise :class:`mcp_sync.flows.DuplicateFlowError`.
     """
     if provider not in PROVIDERS:
-        raise ValueError(f"unknown provider {provider!a}; one of {', '.join(PROVIDERS)}")
+        raise InvalidInput(f"unknown provider {provider!a}; one of {', '.join(PROVIDERS)}")
     flows = catalog(list(_flows_of(source))).flows
     return ModelTools(flows, provider)

@@ -450,3 +450,19 @@ def test_a_stdio_entry_is_only_type_stdio() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config([{**STDIO, "type": "sse"}])
     assert caught.value.field == "type"
+
+
+def test_a_bad_entry_is_an_mcp_error_and_a_value_error() -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_config([{**STDIO, "maxTools": 0}])
+    assert isinstance(caught.value, ConfigError) and isinstance(caught.value, mcp_sync.McpError)
+    assert caught.value.kind == "config_error"
+    assert mcp_sync.ConfigError is ConfigError
+    assert "0" not in caught.value.problem  # the file's values are never repeated
+
+
+def test_python_only_fields_stay_out_of_files() -> None:
+    for field in ("inheritEnv", "secrets", "httpClient"):
+        with pytest.raises(ConfigError) as caught:
+            parse_config([{**(STDIO if field != "httpClient" else HTTP), field: True}])
+        assert caught.value.field == field and caught.value.problem.startswith("unknown field")

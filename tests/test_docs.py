@@ -367,6 +367,11 @@ def test_api_page_names_every_public_name(module: str) -> None:
 _ERROR_CLASSES = {
     "SpawnFailed",
     "ProtocolError",
+    "InvalidOption",
+    "InvalidInput",
+    "DeclarationError",
+    "ProjectionError",
+    "NarrowingError",
     "InvalidResponse",
     "ConnectionClosed",
     "Timeout",

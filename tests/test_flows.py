@@ -774,3 +774,18 @@ def test_server_filesystem_projection(filesystem_stdio_cmd: list[str]) -> None:
 def test_flows_module_does_not_need_pydantic() -> None:
     code = "import sys, mcp_sync, mcp_sync.flows; assert 'pydantic' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_bad_projection_or_declaration_is_an_mcp_error_and_a_value_error() -> None:
+    with pytest.raises(ValueError, match="include names 'serach'") as caught:
+        flows.project(FakeSession(), include=["serach"])
+    assert isinstance(caught.value, ProjectionError) and isinstance(caught.value, mcp_sync.McpError)
+    assert caught.value.kind == "invalid_projection"
+    with pytest.raises(mcp_sync.InvalidInput) as bad_prefix:
+        flows.project(FakeSession(), name_prefix="a//b")
+    assert isinstance(bad_prefix.value, ValueError)
+    with pytest.raises(flows.DeclarationError) as bad_capability:
+        flows.Capability.parse("fs:read")
+    assert isinstance(bad_capability.value, ValueError) and bad_capability.value.kind == "invalid_declaration"
+    with pytest.raises(mcp_sync.InvalidInput):
+        flows.catalog(flows.project(FakeSession()), flows.project(FakeSession()))

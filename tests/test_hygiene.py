@@ -193,8 +193,8 @@ def test_expanded_config_values_stay_private(
         parse_config(broken)
     except ConfigError as exc:
         errors.append(exc)
-    assert {getattr(e, "kind", "config") for e in errors} >= {
-        "timeout", "protocol_error", "connection_closed", "invalid_response", "config"
+    assert {e.kind for e in errors if isinstance(e, mcp_sync.McpError)} >= {
+        "timeout", "protocol_error", "connection_closed", "invalid_response", "config_error"
     }
     tails = [str(e.detail.reveal()) for e in events]
     assert any("argv: [REDACTED]" in tail for tail in tails), tails

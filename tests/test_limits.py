@@ -537,3 +537,91 @@ def test_a_limits_object_sets_every_bound_and_keywords_override_it() -> None:
         connect_fake("--extra-tools", "2", limits=shared)
     with pytest.raises(mcp_sync.ProtocolError, match=r"option limits must be an mcp_sync\.Limits"):
         connect_fake(limits={"max_tools": 3})
+
+
+# ---------------------------------------------------------------- caller mistakes are ValueErrors
+
+
+def _is_a_caller_mistake(error: BaseException) -> None:
+    assert isinstance(error, mcp_sync.McpError) and isinstance(error, ValueError)
+
+
+def test_an_invalid_option_is_an_mcp_error_and_a_value_error(tmp_path: Path) -> None:
+    marker = tmp_path / "spawned"
+    with pytest.raises(ValueError, match="option max_tools must be a positive integer") as caught:
+        mcp_sync.connect(server="x", command="y", max_tools=0)
+    _is_a_caller_mistake(caught.value)
+    assert isinstance(caught.value, mcp_sync.ProtocolError) and caught.value.kind == "protocol_error"
+    assert isinstance(caught.value, mcp_sync.InvalidOption)
+    with pytest.raises(mcp_sync.InvalidOption, match="option max_tools") as caught:
+        connect_fake("--marker", str(marker), max_tools=True)
+    assert not marker.exists()
+    with pytest.raises(mcp_sync.InvalidOption, match="unknown option 'max_tool'"):
+        mcp_sync.connect(server="x", command="y", max_tool=5)
+    with pytest.raises(mcp_sync.InvalidOption, match="unknown option 'max_tool'"):
+        mcp_sync.Limits.create(max_tool=5)
+    with pytest.raises(ValueError, match="elicitation must be callable") as caught:
+        mcp_sync.Handlers(elicitation=42)  # type: ignore[arg-type]
+    _is_a_caller_mistake(caught.value)
+    with pytest.raises(ValueError, match="option respawn") as caught:
+        mcp_sync.Servers([], respawn=3)  # type: ignore[arg-type]
+    _is_a_caller_mistake(caught.value)
+
+
+def test_an_option_of_the_other_transport_is_refused_not_ignored(tmp_path: Path) -> None:
+    marker = tmp_path / "spawned"
+    for option, value in (("bearer_token_env", "TOKEN"), ("http_client", object())):
+        with pytest.raises(mcp_sync.InvalidOption, match=f"option {option} does not apply to a command"):
+            connect_fake("--marker", str(marker), **{option: value})
+    for option, value in (("env", {"A": "1"}), ("cwd", "/"), ("inherit_env", True), ("args", ["x"])):
+        with pytest.raises(mcp_sync.InvalidOption, match=f"option {option} does not apply to an HTTP"):
+            mcp_sync.connect(server="x", url="http://127.0.0.1:9/mcp", **{option: value})
+    assert not marker.exists()
+
+
+def test_options_take_a_model_of_each_transport() -> None:
+    from mcp_sync.config import ConnectOptions, HttpConnectOptions, SseConnectOptions, parse_config
+
+    (sse,) = parse_config([{"server": "a", "url": "http://127.0.0.1:9/sse", "type": "sse"}])
+    assert isinstance(sse, SseConnectOptions) and isinstance(sse, HttpConnectOptions)
+    with pytest.raises(mcp_sync.InvalidOption, match="has no modern era"):
+        mcp_sync.connect(sse, protocol="modern")
+    with pytest.raises(mcp_sync.InvalidOption, match="options must be a ConnectOptions"):
+        mcp_sync.connect({"server": "x", "command": "y"})
+    entry = ConnectOptions(server="x", command="y", args=[])
+    with pytest.raises(mcp_sync.InvalidOption, match=r"option server must not contain '/'"):
+        mcp_sync.connect(entry, server="a/b")
+
+
+def test_an_error_the_server_caused_is_not_a_value_error() -> None:
+    with connect_fake("--misbehave", max_frame_bytes=4096) as session, pytest.raises(
+        mcp_sync.ProtocolError
+    ) as caught:
+        session.call_tool("raw", {"lines": [_notification_of(4097)]}, timeout_ms=10_000)
+    assert not isinstance(caught.value, ValueError)
+    with pytest.raises(mcp_sync.InvalidResponse) as refused:
+        connect_fake("--extra-tools", "2", max_tools=1)
+    assert not isinstance(refused.value, ValueError)
+
+
+def test_an_unsendable_argument_is_a_caller_mistake() -> None:
+    with connect_fake() as session:
+        with pytest.raises(mcp_sync.InvalidOption, match="NaN") as caught:
+            session.call_tool("echo", {"message": "x", "n": float("nan")})
+        _is_a_caller_mistake(caught.value)
+        assert not session.closed
+
+
+def test_connect_names_at_most_fourteen_parameters_and_every_option_is_a_model_field() -> None:
+    import inspect
+
+    from mcp_sync.config import ConnectOptions, HttpConnectOptions
+
+    parameters = inspect.signature(mcp_sync.connect).parameters.values()
+    named = [p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    assert len(named) <= 14, named
+    # Each limit is spelled once, in Limits: the models and the file derive it.
+    for name in LIMITS:
+        assert name in ConnectOptions.model_fields and name in HttpConnectOptions.model_fields
+        alias = ConnectOptions.model_fields[name].alias
+        assert alias is not None and "_" not in alias

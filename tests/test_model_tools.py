@@ -464,3 +464,14 @@ def test_a_servers_entry_projection_applies_to_the_export() -> None:
         assert names == ["files__echo"]
     finally:
         servers.close()
+
+
+def test_a_bad_input_is_an_mcp_error_and_a_value_error() -> None:
+    exported = export([_python_flow("n")], "anthropic")
+    with pytest.raises(ValueError) as caught:
+        exported.call({"name": "n", "input": {}})
+    assert isinstance(caught.value, MalformedToolCall) and isinstance(caught.value, mcp_sync.McpError)
+    assert caught.value.kind == "malformed_tool_call"
+    with pytest.raises(mcp_sync.InvalidInput, match="unknown provider 'mistral'") as unknown:
+        export([_python_flow("n")], "mistral")  # type: ignore[arg-type]
+    assert isinstance(unknown.value, ValueError)
