@@ -9,7 +9,7 @@ from pathlib import Path
 from test_cli import config, fake, run
 
 import mcp_sync
-from mcp_sync._cli_features import invoke_with_progress
+from mcp_sync.cli._progress import invoke_with_progress
 from mcp_sync.flows import project
 from mcp_sync.testing import server_command
 

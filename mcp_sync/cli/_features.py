@@ -1,5 +1,5 @@
 """``mcp-sync`` subcommands beyond tools: ``resources``, ``read URI``,
-``prompts``, ``prompt NAME``, and progress on stderr for ``call``.
+``prompts`` and ``prompt NAME``.
 
 Same config, exit codes and escaping as the rest of the command (see
 ``mcp_sync.cli``): 2 for usage errors, 3 when a server fails to connect, 4 when
@@ -14,18 +14,29 @@ import argparse
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from ._errors import McpError
-from ._text import escape
+from .._errors import McpError
+from .._text import escape
+from ._common import (
+    EXIT_CALL_FAILED,
+    EXIT_OK,
+    PROG,
+    CliExit,
+    Server,
+    call_arguments,
+    first_line,
+    quoted,
+    table,
+    to_json,
+    usage,
+    with_sessions,
+)
 
 if TYPE_CHECKING:
-    from ._session import Session
-    from .cli import _Server
-    from .flows import Flow, FlowResult
+    from .._session import Session
 
-__all__ = ["FEATURE_COMMANDS", "add_feature_commands", "invoke_with_progress", "run_feature_command"]
+__all__ = ["FEATURE_COMMANDS", "add_feature_commands", "run_feature_command"]
 
 FEATURE_COMMANDS = frozenset({"resources", "read", "prompts", "prompt"})
-_PROGRESS_WIDTH = 100
 
 
 def add_feature_commands(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -54,77 +65,65 @@ def add_feature_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run_feature_command(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from . import cli
-
     if ns.command == "prompt":
         arguments = _prompt_arguments(ns.args)  # before anything is spawned
-        return cli._with_sessions(ns, lambda servers, path, source: _get_prompt(ns, servers, arguments, out))
-    command: Callable[[argparse.Namespace, list[_Server], IO[str]], int] = {
+        return with_sessions(ns, lambda servers, path, source: _get_prompt(ns, servers, arguments, out))
+    command: Callable[[argparse.Namespace, list[Server], IO[str]], int] = {
         "resources": _list_resources,
         "read": _read,
         "prompts": _list_prompts,
     }[ns.command]
-    return cli._with_sessions(ns, lambda servers, path, source: command(ns, servers, out))
+    return with_sessions(ns, lambda servers, path, source: command(ns, servers, out))
 
 
 # --------------------------------------------------------------------- helpers
 
 
 def _failed(what: str, error: McpError) -> Exception:
-    from . import cli
-
-    return cli._Exit(cli.EXIT_CALL_FAILED, f"{cli.PROG}: {what} failed: {error.kind}: {escape(str(error))}")
+    return CliExit(EXIT_CALL_FAILED, f"{PROG}: {what} failed: {error.kind}: {escape(str(error))}")
 
 
 def _offers(session: Session, capability: str) -> bool:
     return isinstance(session.server_capabilities.get(capability), Mapping)
 
 
-def _chosen(ns: argparse.Namespace, servers: list[_Server], capability: str) -> list[Session]:
+def _chosen(ns: argparse.Namespace, servers: list[Server], capability: str) -> list[Session]:
     """The sessions a command asks: ``--server``'s, or every one that offers it."""
-    from . import cli
-
     sessions = [server.session for server in servers if server.session is not None]
     if ns.server is not None:
         named = [session for session in sessions if session.server == ns.server]
         if not named:
-            cli._usage(f"--server: no configured server is named {cli._q(ns.server)}")
+            usage(f"--server: no configured server is named {quoted(ns.server)}")
         if not _offers(named[0], capability):
-            raise cli._Exit(
-                cli.EXIT_CALL_FAILED,
-                f"{cli.PROG}: server {cli._q(ns.server)} does not offer {capability}",
+            raise CliExit(
+                EXIT_CALL_FAILED,
+                f"{PROG}: server {quoted(ns.server)} does not offer {capability}",
             )
         return named
     return [session for session in sessions if _offers(session, capability)]
 
 
-def _one(ns: argparse.Namespace, servers: list[_Server], capability: str) -> Session:
-    from . import cli
-
+def _one(ns: argparse.Namespace, servers: list[Server], capability: str) -> Session:
     sessions = _chosen(ns, servers, capability)
     if not sessions:
-        raise cli._Exit(cli.EXIT_CALL_FAILED, f"{cli.PROG}: no configured server offers {capability}")
+        raise CliExit(EXIT_CALL_FAILED, f"{PROG}: no configured server offers {capability}")
     if len(sessions) > 1:
-        names = ", ".join(cli._q(session.server) for session in sessions)
-        cli._usage(f"several servers offer {capability} ({names}); pick one with --server")
+        names = ", ".join(quoted(session.server) for session in sessions)
+        usage(f"several servers offer {capability} ({names}); pick one with --server")
     return sessions[0]
 
 
 def _prompt_arguments(text: str) -> dict[str, str]:
-    from . import cli
-
-    value = cli._call_arguments(text)
+    value = call_arguments(text)
     if not all(isinstance(item, str) for item in value.values()):
-        cli._usage("--args: prompt arguments must all be strings")
+        usage("--args: prompt arguments must all be strings")
     return value
 
 
 # --------------------------------------------------------------------- commands
 
 
-def _list_resources(ns: argparse.Namespace, servers: list[_Server], out: IO[str]) -> int:
-    from . import cli
-
+def _list_resources(ns: argparse.Namespace, servers: list[Server], out: IO[str]) -> int:
     rows: list[tuple[str, ...]] = []
     found: list[dict[str, Any]] = []
     for session in _chosen(ns, servers, "resources"):
@@ -133,31 +132,29 @@ def _list_resources(ns: argparse.Namespace, servers: list[_Server], out: IO[str]
                 session.list_resource_templates() if ns.templates else session.list_resources()
             )
         except McpError as exc:
-            raise _failed(f"listing the resources of server {cli._q(session.server)}", exc) from None
+            raise _failed(f"listing the resources of server {quoted(session.server)}", exc) from None
         for item in items:
             found.append({"server": session.server, **item.to_dict()})
             uri = item.uri_template if ns.templates else item.uri
             rows.append(
-                (escape(session.server), escape(uri), escape(item.name), escape(cli._first_line(item.description)))
+                (escape(session.server), escape(uri), escape(item.name), escape(first_line(item.description)))
             )
     if ns.json:
-        out.write(cli._json(found) + "\n")
+        out.write(to_json(found) + "\n")
     else:
-        cli._table(("SERVER", "URI TEMPLATE" if ns.templates else "URI", "NAME", "DESCRIPTION"), rows, out)
-    return cli.EXIT_OK
+        table(("SERVER", "URI TEMPLATE" if ns.templates else "URI", "NAME", "DESCRIPTION"), rows, out)
+    return EXIT_OK
 
 
-def _read(ns: argparse.Namespace, servers: list[_Server], out: IO[str]) -> int:
-    from . import cli
-
+def _read(ns: argparse.Namespace, servers: list[Server], out: IO[str]) -> int:
     session = _one(ns, servers, "resources")
     try:
         result = session.read_resource(ns.uri)
     except McpError as exc:
-        raise _failed(f"reading {cli._q(ns.uri)} from server {cli._q(session.server)}", exc) from None
+        raise _failed(f"reading {quoted(ns.uri)} from server {quoted(session.server)}", exc) from None
     if ns.json:
-        out.write(cli._json(result.to_dict()) + "\n")
-        return cli.EXIT_OK
+        out.write(to_json(result.to_dict()) + "\n")
+        return EXIT_OK
     for item in result.contents:
         if item.text is not None:
             out.write(escape(item.text, multiline=True) + ("" if item.text.endswith("\n") else "\n"))
@@ -165,36 +162,32 @@ def _read(ns: argparse.Namespace, servers: list[_Server], out: IO[str]) -> int:
             mime = escape(item.mime_type) if item.mime_type else "unknown type"
             size = len(item.blob or b"")
             out.write(f"[blob {escape(item.uri)}: {mime}, {size} bytes; --json shows it in base64]\n")
-    return cli.EXIT_OK
+    return EXIT_OK
 
 
-def _list_prompts(ns: argparse.Namespace, servers: list[_Server], out: IO[str]) -> int:
-    from . import cli
-
+def _list_prompts(ns: argparse.Namespace, servers: list[Server], out: IO[str]) -> int:
     rows: list[tuple[str, ...]] = []
     found: list[dict[str, Any]] = []
     for session in _chosen(ns, servers, "prompts"):
         try:
             prompts = session.list_prompts()
         except McpError as exc:
-            raise _failed(f"listing the prompts of server {cli._q(session.server)}", exc) from None
+            raise _failed(f"listing the prompts of server {quoted(session.server)}", exc) from None
         for prompt in prompts:
             found.append({"server": session.server, **prompt.to_dict()})
             arguments = ", ".join(a.name + ("" if a.required else "?") for a in prompt.arguments)
             rows.append(
                 (escape(session.server), escape(prompt.name), escape(arguments),
-                 escape(cli._first_line(prompt.description)))
+                 escape(first_line(prompt.description)))
             )  # fmt: skip
     if ns.json:
-        out.write(cli._json(found) + "\n")
+        out.write(to_json(found) + "\n")
     else:
-        cli._table(("SERVER", "PROMPT", "ARGUMENTS", "DESCRIPTION"), rows, out)
-    return cli.EXIT_OK
+        table(("SERVER", "PROMPT", "ARGUMENTS", "DESCRIPTION"), rows, out)
+    return EXIT_OK
 
 
-def _get_prompt(ns: argparse.Namespace, servers: list[_Server], arguments: dict[str, str], out: IO[str]) -> int:
-    from . import cli
-
+def _get_prompt(ns: argparse.Namespace, servers: list[Server], arguments: dict[str, str], out: IO[str]) -> int:
     if ns.server is not None:
         session = _one(ns, servers, "prompts")
     else:
@@ -203,62 +196,25 @@ def _get_prompt(ns: argparse.Namespace, servers: list[_Server], arguments: dict[
             try:
                 names = {prompt.name for prompt in candidate.list_prompts()}
             except McpError as exc:
-                raise _failed(f"listing the prompts of server {cli._q(candidate.server)}", exc) from None
+                raise _failed(f"listing the prompts of server {quoted(candidate.server)}", exc) from None
             if ns.name in names:
                 holders.append(candidate)
         if not holders:
-            cli._usage(f"no configured server has a prompt named {cli._q(ns.name)}; '{cli.PROG} prompts' lists them")
+            usage(f"no configured server has a prompt named {quoted(ns.name)}; '{PROG} prompts' lists them")
         if len(holders) > 1:
-            cli._usage(f"several servers have a prompt named {cli._q(ns.name)}; pick one with --server")
+            usage(f"several servers have a prompt named {quoted(ns.name)}; pick one with --server")
         session = holders[0]
     try:
         result = session.get_prompt(ns.name, arguments)
     except McpError as exc:
-        raise _failed(f"prompt {cli._q(ns.name)} of server {cli._q(session.server)}", exc) from None
+        raise _failed(f"prompt {quoted(ns.name)} of server {quoted(session.server)}", exc) from None
     if ns.json:
-        out.write(cli._json(result.to_dict()) + "\n")
-        return cli.EXIT_OK
+        out.write(to_json(result.to_dict()) + "\n")
+        return EXIT_OK
     for message in result.messages:
         content = message.content
         text = content.get("text") if content.get("type") == "text" else None
         kind = escape(str(content.get("type")))
         shown = escape(text, multiline=True) if isinstance(text, str) else f"[{kind} content]"
         out.write(f"{escape(message.role)}: {shown}\n")
-    return cli.EXIT_OK
-
-
-# --------------------------------------------------------------------- progress on stderr
-
-
-def invoke_with_progress(
-    flow: Flow, arguments: dict[str, Any], session: Session | None, err: IO[str]
-) -> FlowResult:
-    """``flow.invoke``, showing the call's progress on ``err`` when it is a
-    terminal (one line, rewritten in place, cleared at the end)."""
-    from .flows import FlowFailed, FlowResult
-
-    isatty = getattr(err, "isatty", None)
-    if session is None or flow.tool is None or isatty is None or not isatty():
-        return flow.invoke(arguments)
-    label = escape(flow.name)
-    shown = False
-
-    def report(progress: float, total: float | None, message: str | None) -> None:
-        nonlocal shown
-        line = f"{label}: {progress:g}" + (f"/{total:g}" if total is not None else "")
-        if message:
-            line += f" {escape(message)}"
-        err.write("\r\x1b[K" + line[:_PROGRESS_WIDTH])
-        err.flush()
-        shown = True
-
-    try:
-        result = session.call_tool(flow.tool.name, arguments, on_progress=report)
-    except McpError as exc:
-        raise FlowFailed(str(exc), flow=flow.name, cause_kind=exc.kind) from exc
-    finally:
-        if shown:
-            err.write("\r\x1b[K")
-            err.flush()
-    return FlowResult.from_call(result)
-
+    return EXIT_OK

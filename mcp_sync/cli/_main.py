@@ -1,0 +1,96 @@
+"""The ``mcp-sync`` argument parser and the dispatch to each command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .._locations import CLIENTS
+from ..model_tools import PROVIDERS
+from ._common import CONFIG_ENV, EXIT_INTERRUPTED, EXIT_USAGE, PROG, CliExit
+from ._features import FEATURE_COMMANDS, add_feature_commands, run_feature_command
+from ._tools import cmd_call, cmd_check, cmd_demo, cmd_example_config, cmd_tools
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    config_help = f"the JSON file of servers (default: ${CONFIG_ENV}; this flag wins)"
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Connect the MCP servers of a config file and list or call their tools.",
+        epilog=(
+            "exit codes: 0 ok, 1 the tool reported an error, 2 usage or config error, "
+            "3 a server failed to connect, 4 the call failed, 130 interrupted. "
+            f"Try '{PROG} demo' to see the bundled example server."
+        ),
+    )
+    from_help = (
+        "read the servers another MCP client runs, from its well-known config file "
+        "(the project's first, then the user's)"
+    )
+    parser.add_argument("--mcp-config", metavar="PATH", help=config_help)
+    parser.add_argument("--from", dest="from_client", choices=CLIENTS, help=from_help)
+    # The flags are also accepted after the subcommand; SUPPRESS keeps a value
+    # given before it from being overwritten with None.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--mcp-config", metavar="PATH", default=argparse.SUPPRESS, help=config_help)
+    common.add_argument(
+        "--from", dest="from_client", choices=CLIENTS, default=argparse.SUPPRESS, help=from_help
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    tools = sub.add_parser("tools", parents=[common], help="list the flows of every configured server")
+    tools.add_argument("--json", action="store_true", help="print the flow declarations as JSON")
+    tools.add_argument(
+        "--format",
+        choices=("table", "json", *PROVIDERS),
+        default=None,
+        help="table (default), json (the flow declarations), or a model provider's tool "
+        "list: " + ", ".join(PROVIDERS),
+    )
+
+    call = sub.add_parser("call", parents=[common], help="call one flow and print its result")
+    call.add_argument("flow", metavar="FLOW", help="the flow name, e.g. mcp/example/echo")
+    call.add_argument("--args", metavar="JSON", default="{}", help="the arguments, a JSON object (default: {})")
+    call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+
+    sub.add_parser(
+        "check",
+        parents=[common],
+        help="validate the config and connect each server, one line per server",
+    )
+    sub.add_parser("demo", help="run the bundled example server (needs no config)")
+    sub.add_parser("example-config", help="print a config that runs the bundled example server")
+    add_feature_commands(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit code (``sys.exit(main())``)."""
+    out, err = sys.stdout, sys.stderr
+    try:
+        ns = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        if ns.command == "tools":
+            return cmd_tools(ns, out)
+        if ns.command == "call":
+            return cmd_call(ns, out, err)
+        if ns.command == "check":
+            return cmd_check(ns, out)
+        if ns.command == "demo":
+            return cmd_demo(out, err)
+        if ns.command in FEATURE_COMMANDS:
+            return run_feature_command(ns, out, err)
+        return cmd_example_config(out)
+    except CliExit as exc:
+        out.flush()
+        err.write(exc.message + "\n")
+        return exc.code
+    except KeyboardInterrupt:
+        err.write(f"{PROG}: interrupted\n")
+        return EXIT_INTERRUPTED
