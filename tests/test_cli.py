@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import mcp_sync
 from mcp_sync.cli import escape
+from mcp_sync.cli._version import version_report
 from mcp_sync.config import load_config
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,9 +42,11 @@ def run(
     cwd: Path | None = None,
     config_env: str | None = None,
     program: list[str] | None = None,
+    path: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "MCP_SYNC_CONFIG"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    paths = [str(REPO), str(path) if path else None, env.get("PYTHONPATH")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     if config_env is not None:
         env["MCP_SYNC_CONFIG"] = config_env
     return subprocess.run(
@@ -491,6 +497,65 @@ def test_console_script_is_the_same_program(tmp_path: Path) -> None:
     done = run("--mcp-config", "servers.json", "tools", cwd=tmp_path, program=[str(script)])
     assert done.returncode == 0, done.stderr
     assert done.stdout == TABLE
+
+
+# --------------------------------------------------------------------------
+# --version, and a reader that goes away
+
+
+def test_version() -> None:
+    done = run("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"mcp-sync-client {mcp_sync.__version__}: module mcp_sync from ")
+    assert done.stdout.count("\n") == 1
+    assert done.stderr == ""
+
+
+def test_version_warns_about_the_unrelated_project_of_the_same_module_name(tmp_path: Path) -> None:
+    # What `pip install mcp-sync` leaves beside this project: a distribution
+    # that also claims the top-level module mcp_sync.
+    info = tmp_path / "mcp_sync-0.4.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mcp-sync\nVersion: 0.4.2\n")
+    (info / "top_level.txt").write_text("mcp_sync\n")
+    done = run("--version", path=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.startswith("mcp-sync-client ")
+    assert done.stderr.startswith(
+        "mcp-sync: warning: the distribution 'mcp-sync' also installs a module named mcp_sync; "
+    ), done.stderr
+    assert "pip uninstall mcp-sync mcp-sync-client" in done.stderr
+
+
+def test_version_notices_a_module_that_is_not_this_project() -> None:
+    stranger = types.ModuleType("mcp_sync")
+    stranger.__file__ = "/elsewhere/mcp_sync/__init__.py"
+    _, warnings = version_report(stranger)
+    assert "the imported mcp_sync (/elsewhere/mcp_sync) is not this project's" in warnings[-1]
+    assert version_report(mcp_sync)[1] == []
+
+
+@pytest.mark.parametrize(
+    ("command", "reader", "shown"),
+    [
+        # demo flushes its first line before it connects: head reads it and leaves.
+        ("demo", "head -1", "connecting the bundled example server: "),
+        # tools writes once, at the end, long after `true` has gone.
+        ("--mcp-config servers.json tools", "true", ""),
+    ],
+)
+def test_a_closed_pipe_ends_quietly(tmp_path: Path, command: str, reader: str, shown: str) -> None:
+    config(tmp_path, EXAMPLE)
+    done = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(sys.executable)} -m mcp_sync {command} 2>err.txt | {reader}; "
+         'echo "status=${PIPESTATUS[0]}"'],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    *lines, status = done.stdout.splitlines()
+    assert "".join(lines).startswith(shown)
+    assert status in ("status=0", "status=141")
+    assert (tmp_path / "err.txt").read_text() == ""
 
 
 # --------------------------------------------------------------------------

@@ -3,16 +3,37 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .._locations import CLIENTS
 from ..model_tools import PROVIDERS
 from ._common import CONFIG_ENV, EXIT_INTERRUPTED, EXIT_USAGE, PROG, CliExit
 from ._features import FEATURE_COMMANDS, add_feature_commands, run_feature_command
 from ._tools import cmd_call, cmd_check, cmd_demo, cmd_example_config, cmd_tools
+from ._version import version_report
 
 __all__ = ["main"]
+
+# What a shell reports for a process killed by SIGPIPE (128 + 13).
+EXIT_BROKEN_PIPE = 141
+
+
+class _Version(argparse.Action):
+    """``--version``: computed only when asked (it scans the installed distributions)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        line, warnings = version_report()
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        for warning in warnings:
+            sys.stderr.write(f"{PROG}: warning: {warning}\n")
+        parser.exit(0)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     from_help = (
         "read the servers another MCP client runs, from its well-known config file "
         "(the project's first, then the user's)"
+    )
+    parser.add_argument(
+        "--version", action=_Version, help="print the version, and warn when mcp_sync is not this project's"
     )
     parser.add_argument("--mcp-config", metavar="PATH", help=config_help)
     parser.add_argument("--from", dest="from_client", choices=CLIENTS, help=from_help)
@@ -70,6 +94,27 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit code (``sys.exit(main())``)."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``mcp-sync tools | head -1``): end quietly.
+        # stdout points at devnull from here on so that the interpreter's own
+        # flush at exit does not fail again (the idiom of Python's signal docs).
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _stdout_to_devnull() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (a test's StringIO)
+        pass
+
+
+def _run(argv: Sequence[str] | None) -> int:
     out, err = sys.stdout, sys.stderr
     try:
         ns = _parser().parse_args(argv)
