@@ -27,6 +27,10 @@ NO_CONFIG = (
     "server;\n"
     "  'mcp-sync demo' runs that server now, with no config.\n"
 )
+HINT = (
+    "  every configured server must connect; 'mcp-sync check' tests each one; "
+    "--server NAME picks the ones to use."
+)
 TABLE = (
     "FLOW               SERVER   DESCRIPTION\n"
     "mcp/example/echo   example  Echo a message back.\n"
@@ -297,7 +301,7 @@ def test_a_server_that_cannot_start(tmp_path: Path) -> None:
             'mcp-sync: server "broken" (entry 1 of --mcp-config servers.json) failed to '
             "connect: spawn_failed: server 'broken' could not be started: "
         ), first
-        assert second == "  every configured server must connect; 'mcp-sync check' tests each one."
+        assert second == HINT
 
 
 def test_a_server_that_dies_in_the_handshake(tmp_path: Path) -> None:
@@ -308,6 +312,76 @@ def test_a_server_that_dies_in_the_handshake(tmp_path: Path) -> None:
         'mcp-sync: server "dies" (entry 0 of --mcp-config servers.json) failed to connect: '
         "connection_closed: "
     )
+
+
+def broken(name: str = "broken", **fields: Any) -> dict[str, Any]:
+    """A server that writes why it cannot start to stderr, then exits."""
+    says = (
+        "import os, sys; sys.stderr.write('starting\\nstill starting\\nloading the token ' "
+        "+ os.environ['THE_TOKEN'] + '\\nTraceback (most recent call last):\\n"
+        "\\x1b[31mModuleNotFoundError: No module named mcp_sync\\u202e\\n'); sys.exit(1)"
+    )
+    env = {"THE_TOKEN": "tok-0123456789abcdef0123"}
+    return {"server": name, "command": sys.executable, "args": ["-c", says], "env": env, **fields}
+
+
+def test_a_failing_server_shows_the_tail_of_its_own_stderr(tmp_path: Path) -> None:
+    config(tmp_path, EXAMPLE, broken())
+    for command in (["tools"], ["call", "mcp/example/echo"], ["resources"]):
+        done = run("--mcp-config", "servers.json", *command, cwd=tmp_path)
+        assert done.returncode == 3, done.stderr
+        assert done.stdout == ""
+        lines = done.stderr.splitlines()
+        assert lines[0] == (
+            'mcp-sync: server "broken" (entry 1 of --mcp-config servers.json) failed to connect: '
+            "connection_closed: exited with code 1"
+        )
+        # The last lines, escaped; the value of a variable the server was given is masked.
+        assert lines[1:-1] == [
+            "  its stderr ended with:",
+            "    still starting",
+            lines[3],
+            "    Traceback (most recent call last):",
+            "    \\x1b[31mModuleNotFoundError: No module named mcp_sync\\u202e",
+        ]
+        assert lines[3].startswith("    loading the token ") and "0123456789abcdef" not in lines[3]
+        assert lines[-1] == HINT
+    checked = run("--mcp-config", "servers.json", "check", cwd=tmp_path)
+    assert checked.returncode == 3
+    assert checked.stdout.splitlines()[-3:] == [
+        "  Traceback (most recent call last):",
+        "  \\x1b[31mModuleNotFoundError: No module named mcp_sync\\u202e",
+        "1 of 2 server(s) failed",
+    ]
+
+
+def test_server_connects_only_the_named_servers(tmp_path: Path) -> None:
+    config(tmp_path, EXAMPLE, broken(), fake("second", namePrefix="two", include=["add"]))
+    done = run("--mcp-config", "servers.json", "tools", "--server", "example", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, TABLE, "")
+    both = run("--mcp-config", "servers.json", "tools", "--server", "second", "--server", "example", cwd=tmp_path)
+    assert both.stdout == TABLE + "two/add            second   Add two numbers.\n"
+    called = run(
+        "--mcp-config", "servers.json", "call", "two/add", "--args", '{"a": 1, "b": 2}', "--server", "second",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert (called.returncode, called.stdout) == (0, "3\n"), called.stderr
+    checked = run("--mcp-config", "servers.json", "check", "--server", "example", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout
+    assert checked.stdout.splitlines()[-1] == "all 1 server(s) connected"
+    # Still all or nothing among the named ones.
+    failed = run("--mcp-config", "servers.json", "tools", "--server", "example", "--server", "broken", cwd=tmp_path)
+    assert failed.returncode == 3 and 'server "broken"' in failed.stderr
+
+
+def test_server_unknown_name_is_a_usage_error(tmp_path: Path) -> None:
+    config(tmp_path, EXAMPLE, broken())
+    for command in ("tools", "check", "call", "resources"):
+        argv = [command, "--server", "exampel"] + (["echo"] if command == "call" else [])
+        usage_error(
+            run("--mcp-config", "servers.json", *argv, cwd=tmp_path),
+            '--server: no configured server is named "exampel" (configured: "example", "broken")',
+        )
 
 
 def test_check_reports_every_server(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from ..flows import DuplicateFlowError, Flow, ProjectionError, catalog, project
 if TYPE_CHECKING:
     import argparse
 
+    from .._redact import DiagnosticEvent
     from .._session import Session
     from ..config import ServerEntry
 
@@ -39,6 +40,10 @@ EXIT_INTERRUPTED = 130
 CONFIG_ENV = "MCP_SYNC_CONFIG"
 PROG = "mcp-sync"
 DESCRIPTION_WIDTH = 100
+# How much of a failed server's stderr a message shows: the last lines say why.
+STDERR_LINES = 4
+STDERR_LINE_CHARS = 160
+SERVER_HINT = f"'{PROG} check' tests each one; --server NAME picks the ones to use"
 
 
 # --------------------------------------------------------------------------
@@ -184,10 +189,42 @@ def load(ns: argparse.Namespace) -> tuple[str, str, tuple[ServerEntry, ...]]:
 class Server:
     """One entry of the config and what connecting it gave."""
 
-    index: int
+    index: int  # in the config file, whatever --server picked
     entry: ServerEntry
     session: Session | None = None
     error: BaseException | None = None
+    # The redacted tail of the server's stderr, delivered by the session's
+    # diagnostics observer when the server failed ("a | b | c").
+    stderr: str = ""
+
+    def observe(self, event: DiagnosticEvent) -> None:
+        if event.kind == "stderr":
+            self.stderr = str(event.detail.reveal())
+
+    def stderr_lines(self, indent: str) -> list[str]:
+        """The last few lines of its stderr, escaped, each under ``indent``."""
+        lines = [line for line in self.stderr.split(" | ") if line.strip()]
+        shown = []
+        for line in lines[-STDERR_LINES:]:
+            text = escape(line)
+            if len(text) > STDERR_LINE_CHARS:
+                text = text[: STDERR_LINE_CHARS - 1] + "…"
+            shown.append(indent + text)
+        return shown
+
+
+def chosen(ns: argparse.Namespace, entries: Sequence[ServerEntry]) -> list[Server]:
+    """The servers to connect: every entry, or those ``--server`` names."""
+    servers = [Server(index, entry) for index, entry in enumerate(entries)]
+    names: list[str] | None = getattr(ns, "server", None)
+    if not names:
+        return servers
+    configured = [server.entry.server for server in servers]
+    for name in names:
+        if name not in configured:
+            listed = ", ".join(quoted(known) for known in configured) or "none"
+            usage(f"--server: no configured server is named {quoted(name)} (configured: {listed})")
+    return [server for server in servers if server.entry.server in names]
 
 
 def server_kind(entry: ServerEntry) -> str:
@@ -201,9 +238,8 @@ def _missing_token(entry: ServerEntry) -> str | None:
     return None
 
 
-def connect_all(entries: Sequence[ServerEntry]) -> list[Server]:
-    """Connect every entry at once (each connect blocks on its own handshake)."""
-    servers = [Server(index, entry) for index, entry in enumerate(entries)]
+def connect_all(servers: Sequence[Server]) -> None:
+    """Connect every server at once (each connect blocks on its own handshake)."""
 
     def attempt(server: Server) -> None:
         problem = _missing_token(server.entry)
@@ -211,14 +247,13 @@ def connect_all(entries: Sequence[ServerEntry]) -> list[Server]:
             server.error = CliExit(EXIT_USAGE, problem)
             return
         try:
-            server.session = connect(server.entry)
+            server.session = connect(server.entry, diagnostics=server.observe)
         except Exception as exc:
             server.error = exc
 
     if servers:
         with ThreadPoolExecutor(max_workers=min(8, len(servers))) as pool:
             list(pool.map(attempt, servers))
-    return servers
 
 
 def close_all(servers: Sequence[Server]) -> None:
@@ -257,9 +292,11 @@ def with_flows(ns: argparse.Namespace, body: Callable[[list[Flow]], int]) -> int
 
 
 def with_sessions(ns: argparse.Namespace, body: Callable[[list[Server], str, str], int]) -> int:
-    """Load the config, connect every server, run ``body`` on them, close."""
+    """Load the config, connect its servers (``--server``'s only, when given),
+    run ``body`` on them, close."""
     path, source, entries = load(ns)
-    servers = connect_all(entries)
+    servers = chosen(ns, entries)
+    connect_all(servers)
     ns.sessions = {server.entry.server: server.session for server in servers}
     try:
         for server in servers:
@@ -269,12 +306,12 @@ def with_sessions(ns: argparse.Namespace, body: Callable[[list[Server], str, str
                 usage(f"{where(server, path, source)}: {server.error.message}")
             # A configured server is one the operator opted into: running
             # without it would leave the command silently short of tools.
-            raise CliExit(
-                EXIT_CONNECT_FAILED,
-                f"{PROG}: {where(server, path, source)} failed to connect: "
-                f"{describe_error(server.error)}\n"
-                f"  every configured server must connect; '{PROG} check' tests each one.",
-            )
+            lines = [f"{PROG}: {where(server, path, source)} failed to connect: {describe_error(server.error)}"]
+            tail = server.stderr_lines("    ")
+            if tail:
+                lines += ["  its stderr ended with:", *tail]
+            lines.append(f"  every configured server must connect; {SERVER_HINT}.")
+            raise CliExit(EXIT_CONNECT_FAILED, "\n".join(lines))
         return body(servers, path, source)
     finally:
         close_all(servers)

@@ -3,9 +3,9 @@
 
 Same config, exit codes and escaping as the rest of the command (see
 ``mcp_sync.cli``): 2 for usage errors, 3 when a server fails to connect, 4 when
-a request fails. With several configured servers, ``--server NAME`` picks one;
-without it the one server that offers the feature (or, for ``prompt``, the
-prompt) is used.
+a request fails. ``--server NAME`` (repeatable) connects and asks only the
+servers it names; without it, the one server that offers the feature (or, for
+``prompt``, the prompt) is used.
 """
 
 from __future__ import annotations
@@ -41,26 +41,20 @@ FEATURE_COMMANDS = frozenset({"resources", "read", "prompts", "prompt"})
 
 def add_feature_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the subcommands to the ``mcp-sync`` parser."""
-    server_help = "the configured server to ask (needed when several could answer)"
-
     resources = sub.add_parser("resources", parents=[common], help="list the resources of every configured server")
     resources.add_argument("--templates", action="store_true", help="list resource templates instead")
-    resources.add_argument("--server", metavar="NAME", help=server_help)
     resources.add_argument("--json", action="store_true", help="print them as JSON")
 
     read = sub.add_parser("read", parents=[common], help="read one resource and print its contents")
     read.add_argument("uri", metavar="URI", help="the resource's URI")
-    read.add_argument("--server", metavar="NAME", help=server_help)
     read.add_argument("--json", action="store_true", help="print the whole result as JSON (blobs in base64)")
 
     prompts = sub.add_parser("prompts", parents=[common], help="list the prompts of every configured server")
-    prompts.add_argument("--server", metavar="NAME", help=server_help)
     prompts.add_argument("--json", action="store_true", help="print them as JSON")
 
     prompt = sub.add_parser("prompt", parents=[common], help="get one prompt and print its messages")
     prompt.add_argument("name", metavar="NAME", help="the prompt's name")
     prompt.add_argument("--args", metavar="JSON", default="{}", help="its arguments, a JSON object of strings")
-    prompt.add_argument("--server", metavar="NAME", help=server_help)
     prompt.add_argument("--json", action="store_true", help="print the whole result as JSON")
 
 
@@ -90,16 +84,11 @@ def _offers(session: Session, capability: str) -> bool:
 def _chosen(ns: argparse.Namespace, servers: list[Server], capability: str) -> list[Session]:
     """The sessions a command asks: ``--server``'s, or every one that offers it."""
     sessions = [server.session for server in servers if server.session is not None]
-    if ns.server is not None:
-        named = [session for session in sessions if session.server == ns.server]
-        if not named:
-            usage(f"--server: no configured server is named {quoted(ns.server)}")
-        if not _offers(named[0], capability):
-            raise CliExit(
-                EXIT_CALL_FAILED,
-                f"{PROG}: server {quoted(ns.server)} does not offer {capability}",
-            )
-        return named
+    if ns.server:  # only the named servers were connected
+        for session in sessions:
+            if not _offers(session, capability):
+                raise CliExit(EXIT_CALL_FAILED, f"{PROG}: server {quoted(session.server)} does not offer {capability}")
+        return sessions
     return [session for session in sessions if _offers(session, capability)]
 
 
@@ -188,7 +177,7 @@ def _list_prompts(ns: argparse.Namespace, servers: list[Server], out: IO[str]) -
 
 
 def _get_prompt(ns: argparse.Namespace, servers: list[Server], arguments: dict[str, str], out: IO[str]) -> int:
-    if ns.server is not None:
+    if ns.server and len(servers) == 1:
         session = _one(ns, servers, "prompts")
     else:
         holders = []

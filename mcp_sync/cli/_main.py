@@ -63,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--from", dest="from_client", choices=CLIENTS, default=argparse.SUPPRESS, help=from_help
     )
+    common.add_argument(
+        "--server",
+        metavar="NAME",
+        action="append",
+        help="connect only this configured server (repeatable; default: every one)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 

@@ -20,6 +20,7 @@ from ._common import (
     PROG,
     CliExit,
     call_arguments,
+    chosen,
     close_all,
     connect_all,
     describe_error,
@@ -147,8 +148,9 @@ def _invoke(  # noqa: PLR0917
 
 def cmd_check(ns: argparse.Namespace, out: IO[str]) -> int:
     path, source, entries = load(ns)
+    servers = chosen(ns, entries)
     out.write(f"{source} {escape(path)}: {len(entries)} server(s), the file is valid\n")
-    servers = connect_all(entries)
+    connect_all(servers)
     try:
         failed = 0
         rows = []
@@ -169,6 +171,10 @@ def cmd_check(ns: argparse.Namespace, out: IO[str]) -> int:
             protocol = escape(server.session.protocol_version)
             rows.append(("ok", name, kind, f"{count} flow(s), protocol {protocol}"))
         table(("", "SERVER", "KIND", "RESULT"), rows, out)
+        for server in servers:
+            tail = server.stderr_lines("  ")
+            if tail:
+                out.write(f"server {quoted(server.entry.server)}: its stderr ended with:\n" + "\n".join(tail) + "\n")
         if failed:
             out.write(f"{failed} of {len(servers)} server(s) failed\n")
             return EXIT_CONNECT_FAILED
