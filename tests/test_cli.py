@@ -327,7 +327,7 @@ def broken(name: str = "broken", **fields: Any) -> dict[str, Any]:
 
 def test_a_failing_server_shows_the_tail_of_its_own_stderr(tmp_path: Path) -> None:
     config(tmp_path, EXAMPLE, broken())
-    for command in (["tools"], ["call", "mcp/example/echo"], ["resources"]):
+    for command in (["tools"], ["call", "echo", "--args", "message=hi"], ["resources"]):
         done = run("--mcp-config", "servers.json", *command, cwd=tmp_path)
         assert done.returncode == 3, done.stderr
         assert done.stdout == ""
@@ -518,6 +518,59 @@ def test_call_a_server_that_crashes(tmp_path: Path) -> None:
     assert done.stderr == (
         'mcp-sync: flow "mcp/crashy/crash" failed: exited with code 7 (connection_closed)\n'
     )
+
+
+def test_call_by_the_tools_short_name(tmp_path: Path) -> None:
+    config(tmp_path, EXAMPLE)
+    done = run("--mcp-config", "servers.json", "call", "echo", "--args", "message=hi", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "hi\n", "")
+    config(tmp_path, fake("a"), fake("b"))
+    usage_error(
+        run("--mcp-config", "servers.json", "call", "echo", "--args", "message=hi", cwd=tmp_path),
+        'several servers have a tool named "echo" ("mcp/a/echo", "mcp/b/echo"); '
+        "give the flow name or pick one with --server",
+    )
+    picked = run("--mcp-config", "servers.json", "call", "echo", "--args", "message=hi", "--server", "b", cwd=tmp_path)
+    assert (picked.returncode, picked.stdout) == (0, "hi\n"), picked.stderr
+    full = run("--mcp-config", "servers.json", "call", "mcp/a/echo", "--args", "message=hi", cwd=tmp_path)
+    assert (full.returncode, full.stdout) == (0, "hi\n"), full.stderr
+
+
+def test_args_as_key_value_pairs_and_a_file(tmp_path: Path) -> None:
+    config(tmp_path, EXAMPLE)
+    # VALUE is JSON when it parses (numbers here), text otherwise.
+    summed = run(
+        "--mcp-config", "servers.json", "call", "add", "--args", "a=2", "--args", "b=0.5", "--json", cwd=tmp_path
+    )  # fmt: skip
+    assert json.loads(summed.stdout)["structuredContent"] == {"sum": 2.5}, summed.stderr
+    for value, shown in (("007", "007"), ("hello world", "hello world"), ('"42"', "42"), ("a=b", "a=b")):
+        done = run("--mcp-config", "servers.json", "call", "echo", "--args", f"message={value}", cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (0, shown + "\n"), done.stderr
+    (tmp_path / "args.json").write_text('{"a": 1, "b": 2}')
+    from_file = run("--mcp-config", "servers.json", "call", "add", "--args", "@args.json", cwd=tmp_path)
+    assert (from_file.returncode, from_file.stdout) == (0, "3\n"), from_file.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--args", "@missing.json"], "--args @missing.json: file not found"),
+        (["--args", "@."], "--args @.: is a directory, not a file"),
+        (["--args", "@"], "--args @: the path is empty"),
+        (["--args", "@list.json"], "--args @list.json: must be a JSON object, got an array"),
+        (["--args", "@deep.json"], "--args @deep.json: nests objects and arrays deeper than 126 levels"),
+        (["--args", "@latin1.json"], "--args @latin1.json: is not UTF-8 text"),
+        (["--args", "a=1", "--args", '{"a": 2}'], '--args: the argument "a" is given twice'),
+        (["--args", "=1"], '--args "=1": KEY=VALUE needs a key'),
+    ],
+)
+def test_args_mistakes(tmp_path: Path, argv: list[str], message: str) -> None:
+    # A server that cannot start proves --args is checked before anything is spawned.
+    config(tmp_path, {"server": "x", "command": str(tmp_path / "missing"), "args": []})
+    (tmp_path / "list.json").write_text("[1]")
+    (tmp_path / "deep.json").write_text('{"a": ' + "[" * 130 + "]" * 130 + "}")
+    (tmp_path / "latin1.json").write_bytes(b'{"a": "\xe9"}')
+    usage_error(run("--mcp-config", "servers.json", "call", "mcp/x/y", *argv, cwd=tmp_path), message)
 
 
 # --------------------------------------------------------------------------

@@ -6,9 +6,12 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from test_cli import config, fake, run
 
 import mcp_sync
+from mcp_sync.cli import _common
+from mcp_sync.cli._common import CliExit, call_arguments
 from mcp_sync.cli._progress import invoke_with_progress
 from mcp_sync.flows import project
 from mcp_sync.testing import server_command
@@ -37,6 +40,9 @@ def test_resources_read_prompts_prompt(tmp_path: Path) -> None:
     assert prompts.stdout.splitlines()[1].split() == ["one", "greet", "name", "Greet", "someone."]
     got = run("--mcp-config", str(path), "prompt", "greet", "--args", '{"name": "Ann"}')
     assert (got.returncode, got.stdout) == (0, "user: Please greet Ann.\n")
+    # KEY=VALUE keeps VALUE as text for a prompt: its arguments are strings.
+    pairs = run("--mcp-config", str(path), "prompt", "greet", "--args", "name=42")
+    assert (pairs.returncode, pairs.stdout) == (0, "user: Please greet 42.\n"), pairs.stderr
 
 
 def test_exit_codes_and_choosing_a_server(tmp_path: Path) -> None:
@@ -85,3 +91,14 @@ def test_call_shows_progress_on_a_terminal_only() -> None:
         pipe = io.StringIO()
         invoke_with_progress(flow, {"steps": 2}, session, pipe)
         assert pipe.getvalue() == ""
+
+
+def test_an_arguments_file_is_read_with_a_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_common, "MAX_ARGS_FILE_BYTES", 10)
+    small, large = tmp_path / "small.json", tmp_path / "large.json"
+    small.write_text('{"a": 1}')
+    large.write_text('{"a": 1234}')
+    assert call_arguments([f"@{small}"]) == {"a": 1}
+    with pytest.raises(CliExit) as caught:
+        call_arguments([f"@{large}"])
+    assert caught.value.message == f"mcp-sync: error: --args @{large}: is larger than 10 bytes"

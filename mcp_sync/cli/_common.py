@@ -106,27 +106,88 @@ def to_json(value: object) -> str:
 # --------------------------------------------------------------------------
 # --args
 
+# A file of arguments is read with the bound a config file has.
+MAX_ARGS_FILE_BYTES = 16 * 1024 * 1024
+# The arguments sit at depth 3 of the frame (envelope, params, arguments).
+_DEEPEST = MAX_JSON_DEPTH - 2
 
-def call_arguments(text: str) -> dict[str, Any]:
-    # The arguments sit at depth 3 of the frame (envelope, params, arguments),
-    # and json's parser recurses: check the depth first, without recursion.
-    deepest = MAX_JSON_DEPTH - 2
+
+def call_arguments(texts: Sequence[str] | None, *, strings: bool = False) -> dict[str, Any]:
+    """The arguments of every ``--args``, merged: each is a JSON object,
+    ``@FILE`` (a file holding one) or ``KEY=VALUE``, whose value is parsed
+    as JSON when it parses and kept as text otherwise (always kept as text
+    with ``strings``). A key given twice is a usage error."""
+    merged: dict[str, Any] = {}
+    for text in texts or ["{}"]:
+        for key, value in _one_argument(text, strings).items():
+            if key in merged:
+                usage(f"--args: the argument {quoted(key)} is given twice")
+            merged[key] = value
+    return merged
+
+
+def _one_argument(text: str, strings: bool) -> dict[str, Any]:
+    if text.startswith("@"):
+        return _json_object(_read_arguments_file(text[1:]), f"--args @{escape(text[1:])}")
+    key, equals, value = text.partition("=")
+    if equals and not text.lstrip().startswith(("{", "[", '"')):
+        if not key:
+            usage(f"--args {quoted(text)}: KEY=VALUE needs a key")
+        return {key: value if strings else _json_or_text(value)}
+    return _json_object(text, "--args")
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return _parse(text, "--args")
+    except ValueError:
+        return text
+
+
+def _parse(text: str, label: str) -> Any:
+    # json's parser recurses: check the depth first, without recursion.
     try:
         data = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
-        usage("--args: not valid UTF-8 text")
-    if json_depth(data) > deepest:
-        usage(f"--args: nests objects and arrays deeper than {deepest} levels")
+        usage(f"{label}: not valid UTF-8 text")
+    if json_depth(data) > _DEEPEST:
+        usage(f"{label}: nests objects and arrays deeper than {_DEEPEST} levels")
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant)
     except RecursionError:
-        usage(f"--args: nests objects and arrays deeper than {deepest} levels")
+        usage(f"{label}: nests objects and arrays deeper than {_DEEPEST} levels")
+
+
+def _json_object(text: str, label: str) -> dict[str, Any]:
+    try:
+        value = _parse(text, label)
     except ValueError as exc:
-        usage(f"--args: not valid JSON: {escape(str(exc))}")
+        usage(f"{label}: not valid JSON: {escape(str(exc))}")
     if not isinstance(value, dict):
         kind = "an array" if isinstance(value, list) else type(value).__name__
-        usage(f"--args: must be a JSON object, got {kind}")
+        usage(f"{label}: must be a JSON object, got {kind}")
     return value
+
+
+def _read_arguments_file(path: str) -> str:
+    label = f"--args @{escape(path)}"
+    if not path:
+        usage("--args @: the path is empty")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_ARGS_FILE_BYTES + 1)
+    except FileNotFoundError:
+        usage(f"{label}: file not found")
+    except IsADirectoryError:
+        usage(f"{label}: is a directory, not a file")
+    except OSError as exc:
+        usage(f"{label}: cannot be read: {escape(exc.strerror or type(exc).__name__)}")
+    if len(data) > MAX_ARGS_FILE_BYTES:
+        usage(f"{label}: is larger than {MAX_ARGS_FILE_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        usage(f"{label}: is not UTF-8 text")
 
 
 def _no_constant(name: str) -> Any:

@@ -54,7 +54,12 @@ def add_feature_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
     prompt = sub.add_parser("prompt", parents=[common], help="get one prompt and print its messages")
     prompt.add_argument("name", metavar="NAME", help="the prompt's name")
-    prompt.add_argument("--args", metavar="JSON", default="{}", help="its arguments, a JSON object of strings")
+    prompt.add_argument(
+        "--args",
+        metavar="JSON|KEY=VALUE|@FILE",
+        action="append",
+        help="its arguments: a JSON object of strings, KEY=VALUE or @FILE.json (repeatable)",
+    )
     prompt.add_argument("--json", action="store_true", help="print the whole result as JSON")
 
 
@@ -102,8 +107,8 @@ def _one(ns: argparse.Namespace, servers: list[Server], capability: str) -> Sess
     return sessions[0]
 
 
-def _prompt_arguments(text: str) -> dict[str, str]:
-    value = call_arguments(text)
+def _prompt_arguments(text: list[str] | None) -> dict[str, str]:
+    value = call_arguments(text, strings=True)
     if not all(isinstance(item, str) for item in value.values()):
         usage("--args: prompt arguments must all be strings")
     return value

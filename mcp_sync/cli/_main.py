@@ -83,8 +83,16 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     call = sub.add_parser("call", parents=[common], help="call one flow and print its result")
-    call.add_argument("flow", metavar="FLOW", help="the flow name, e.g. mcp/example/echo")
-    call.add_argument("--args", metavar="JSON", default="{}", help="the arguments, a JSON object (default: {})")
+    call.add_argument(
+        "flow", metavar="FLOW", help="the flow name (mcp/example/echo), or the tool's name when only one server has it"
+    )
+    call.add_argument(
+        "--args",
+        metavar="JSON|KEY=VALUE|@FILE",
+        action="append",
+        help="the arguments (repeatable): a JSON object, KEY=VALUE (VALUE is JSON when it parses, "
+        "text otherwise), or @FILE.json (default: none)",
+    )
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
 
     sub.add_parser(

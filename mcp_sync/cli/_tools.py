@@ -113,13 +113,27 @@ def cmd_call(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     arguments = call_arguments(ns.args)  # before anything is spawned
 
     def body(flows: list[Flow]) -> int:
-        by_name = {flow.name: flow for flow in flows}
-        flow = by_name.get(ns.flow)
-        if flow is None:
-            usage(f"no flow named {quoted(ns.flow)}; '{PROG} tools' lists them")
+        flow = _find(flows, ns.flow)
         return _invoke(flow, arguments, ns.json, out, err, ns.sessions.get(flow.server))
 
     return with_flows(ns, body)
+
+
+def _find(flows: Sequence[Flow], name: str) -> Flow:
+    """The flow of that name, or the one flow whose tool has that name."""
+    for flow in flows:
+        if flow.name == name:
+            return flow
+    matches = [flow for flow in flows if flow.tool is not None and flow.tool.name == name]
+    if len(matches) > 1:
+        listed = ", ".join(quoted(flow.name) for flow in matches)
+        usage(
+            f"several servers have a tool named {quoted(name)} ({listed}); "
+            "give the flow name or pick one with --server"
+        )
+    if not matches:
+        usage(f"no flow named {quoted(name)}; '{PROG} tools' lists them")
+    return matches[0]
 
 
 def _invoke(  # noqa: PLR0917
