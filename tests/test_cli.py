@@ -32,12 +32,12 @@ HINT = (
     "--server NAME picks the ones to use."
 )
 TABLE = (
-    "FLOW               SERVER   DESCRIPTION\n"
-    "mcp/example/echo   example  Echo a message back.\n"
-    "mcp/example/add    example  Add two numbers.\n"
-    "mcp/example/fail   example  Always reports a tool error.\n"
-    "mcp/example/sleep  example  Answer after `ms` milliseconds.\n"
-    "mcp/example/blob   example  Return `bytes` bytes of text.\n"
+    "FLOW               SERVER   PARAMETERS              DESCRIPTION\n"
+    "mcp/example/echo   example  message*: string        Echo a message back.\n"
+    "mcp/example/add    example  a*: number, b*: number  Add two numbers.\n"
+    "mcp/example/fail   example  -                       Always reports a tool error.\n"
+    "mcp/example/sleep  example  ms*: integer            Answer after `ms` milliseconds.\n"
+    "mcp/example/blob   example  bytes*: integer         Return `bytes` bytes of text.\n"
 )
 
 
@@ -360,7 +360,7 @@ def test_server_connects_only_the_named_servers(tmp_path: Path) -> None:
     done = run("--mcp-config", "servers.json", "tools", "--server", "example", cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, TABLE, "")
     both = run("--mcp-config", "servers.json", "tools", "--server", "second", "--server", "example", cwd=tmp_path)
-    assert both.stdout == TABLE + "two/add            second   Add two numbers.\n"
+    assert both.stdout == TABLE + "two/add            second   a*: number, b*: number  Add two numbers.\n"
     called = run(
         "--mcp-config", "servers.json", "call", "two/add", "--args", '{"a": 1, "b": 2}', "--server", "second",
         cwd=tmp_path,
@@ -426,7 +426,7 @@ def test_tools_table_and_json(tmp_path: Path) -> None:
     config(tmp_path, EXAMPLE, fake("second", namePrefix="two", include=["add"]))
     done = run("--mcp-config", "servers.json", "tools", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == TABLE + "two/add            second   Add two numbers.\n"
+    assert done.stdout == TABLE + "two/add            second   a*: number, b*: number  Add two numbers.\n"
     done = run("--mcp-config", "servers.json", "tools", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     listed = json.loads(done.stdout)
@@ -441,6 +441,37 @@ def test_tools_table_and_json(tmp_path: Path) -> None:
     assert all(c.endswith(":**") for c in add["capabilities"])
 
 
+def test_tools_shows_each_tools_parameters(tmp_path: Path) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "mode": {"enum": ["a", "b"]},
+            "limit": {"type": ["integer", "null"]},
+            "when": {"anyOf": [{"type": "string"}, {"type": "number"}]},
+            "x\u001b[2J": {},
+        },
+        "required": ["path", "mode"],
+    }
+    tools = [{"name": "find", "description": "Find things.", "inputSchema": schema}]
+    config(tmp_path, fake("files", "--tools", json.dumps(tools)))
+    done = run("--mcp-config", "servers.json", "tools", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    header, row = done.stdout.splitlines()
+    assert header.split() == ["FLOW", "SERVER", "PARAMETERS", "DESCRIPTION"]
+    assert re.split(" {2,}", row)[2] == (
+        "path*: string, tags: string[], mode*: enum, limit: integer|null, when: string|number, "
+    )[:59] + "…"
+    # --json carries each tool's whole input schema.
+    (listed,) = json.loads(run("--mcp-config", "servers.json", "tools", "--json", cwd=tmp_path).stdout)
+    assert listed["inputDocument"] == schema
+    short = [{"name": "t", "inputSchema": {"type": "object", "properties": {"x\u001b[2J": {}}}}]
+    config(tmp_path, fake("odd", "--tools", json.dumps(short)))
+    done = run("--mcp-config", "servers.json", "tools", cwd=tmp_path)
+    assert re.split(" {2,}", done.stdout.splitlines()[1])[2] == "x\\x1b[2J: any"
+
+
 def test_server_text_is_escaped_on_the_terminal(tmp_path: Path) -> None:
     tools = [
         {
@@ -453,7 +484,7 @@ def test_server_text_is_escaped_on_the_terminal(tmp_path: Path) -> None:
     done = run("--mcp-config", "servers.json", "tools", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1] == (
-        "mcp/odd/evil  odd     Looks \\x1b[31mred\\x1b[0m \\u202eesrever\\u202c\\u200b"
+        "mcp/odd/evil  odd     -           Looks \\x1b[31mred\\x1b[0m \\u202eesrever\\u202c\\u200b"
     )
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
     # JSON output is ASCII: the characters are there, escaped by JSON.

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["cmd_call", "cmd_check", "cmd_demo", "cmd_example_config", "cmd_tools"]
 
 _DEMO_MESSAGE = "hello from mcp-sync"
+_PARAMETERS_WIDTH = 60
 
 
 # --------------------------------------------------------------------------
@@ -53,8 +54,45 @@ def _print_tools(flows: Sequence[Flow], out: IO[str]) -> None:
     rows = []
     for flow in flows:
         described = flow.tool.description if flow.tool is not None else flow.description
-        rows.append((escape(flow.name), escape(flow.server or "-"), escape(first_line(described))))
-    table(("FLOW", "SERVER", "DESCRIPTION"), rows, out)
+        shown = (escape(flow.name), escape(flow.server or "-"), _parameters(flow.input_document))
+        rows.append((*shown, escape(first_line(described))))
+    table(("FLOW", "SERVER", "PARAMETERS", "DESCRIPTION"), rows, out)
+
+
+def _parameters(document: Mapping[str, Any]) -> str:
+    """``name*: type, other: type`` (``*``: required), escaped, or ``-``."""
+    properties = document.get("properties")
+    if not isinstance(properties, Mapping) or not properties:
+        return "-"
+    required = document.get("required")
+    needed = set(required) if isinstance(required, Sequence) and not isinstance(required, str) else set()
+    parts = []
+    for name, schema in properties.items():
+        star = "*" if name in needed else ""
+        parts.append(f"{escape(str(name))}{star}: {escape(_type_of(schema))}")
+    text = ", ".join(parts)
+    if len(text) > _PARAMETERS_WIDTH:
+        text = text[: _PARAMETERS_WIDTH - 1] + "…"
+    return text
+
+
+def _type_of(schema: object) -> str:
+    if not isinstance(schema, Mapping):
+        return "any"
+    kind = schema.get("type")
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        return _type_of(schema["items"]) + "[]"
+    if isinstance(kind, str):
+        return kind
+    if isinstance(kind, Sequence) and kind and all(isinstance(k, str) for k in kind):
+        return "|".join(kind)
+    if "enum" in schema:
+        return "enum"
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, Sequence) and options and not isinstance(options, str):
+            return "|".join(_type_of(option) for option in options)
+    return "any"
 
 
 def _render_block(block: Mapping[str, Any]) -> str:
