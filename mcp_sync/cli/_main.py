@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -19,6 +20,8 @@ __all__ = ["main"]
 
 # What a shell reports for a process killed by SIGPIPE (128 + 13).
 EXIT_BROKEN_PIPE = 141
+# A week: far past any call, well inside what threading's waits accept.
+MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 
 
 class _Version(argparse.Action):
@@ -34,6 +37,17 @@ class _Version(argparse.Action):
         for warning in warnings:
             sys.stderr.write(f"{PROG}: warning: {warning}\n")
         parser.exit(0)
+
+
+def _seconds(text: str) -> int:
+    """``--timeout``: seconds (a decimal number) to whole milliseconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0 or value * 1000 > MAX_TIMEOUT_MS:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_TIMEOUT_MS // 1000} seconds")
+    return max(1, round(value * 1000))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,6 +106,13 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         help="the arguments (repeatable): a JSON object, KEY=VALUE (VALUE is JSON when it parses, "
         "text otherwise), or @FILE.json (default: none)",
+    )
+    call.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        help="how long the call may take, in seconds (default: the server's requestTimeoutMs); "
+        "each progress report moves the deadline to now plus this, up to ten times it",
     )
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
 

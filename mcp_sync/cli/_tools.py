@@ -152,7 +152,7 @@ def cmd_call(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
     def body(flows: list[Flow]) -> int:
         flow = _find(flows, ns.flow)
-        return _invoke(flow, arguments, ns.json, out, err, ns.sessions.get(flow.server))
+        return _invoke(flow, arguments, ns.json, out, err, ns.sessions.get(flow.server), ns.timeout)
 
     return with_flows(ns, body)
 
@@ -181,9 +181,10 @@ def _invoke(  # noqa: PLR0917
     out: IO[str],
     err: IO[str],
     session: Session | None = None,
+    timeout_ms: int | None = None,
 ) -> int:
     try:
-        result = invoke_with_progress(flow, arguments, session, err)
+        result = invoke_with_progress(flow, arguments, session, err, timeout_ms)
     except FlowFailed as exc:
         raise CliExit(
             EXIT_CALL_FAILED,
