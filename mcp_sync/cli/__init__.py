@@ -13,17 +13,20 @@ provider's tool list (``tools --format openai``). Exit codes:
 3     a configured server failed to connect (``check``: any did)
 4     ``call``: the call itself failed (timeout, closed session, ...)
 130   interrupted
+141   standard output was closed by its reader (``| head``)
 ====  ==========================================================
 
 Text that came from a server is printed with control, format (bidi) and
 line-separator characters escaped, so it cannot move the cursor, recolour
 the terminal or reorder what is shown. ``--json`` output is ASCII JSON.
 
-The modules: ``_common`` (exit codes, errors, output, the config, connecting,
-``--args``), one module per group of commands (``_tools``, ``_features``),
-``_progress`` (a call's progress on a terminal) and ``_main`` (the parser and
-the dispatch). Each imports only ``_common`` and the modules below it, never
-another module's private names.
+The modules: ``_common`` (exit codes, errors, output, the config, connecting
+and ``--server``, ``--args``), one module per group of commands (``_tools``,
+``_features``), ``_progress`` (a call's deadline, progress and spinner),
+``_version`` (``--version`` and the name-clash check) and ``_main`` (the
+parser, the dispatch, a closed pipe). Each imports only ``_common`` and the
+modules below it, never another module's private names; ``_common`` imports
+none of them.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Connect the MCP servers of a config file and list or call their tools.",
         epilog=(
             "exit codes: 0 ok, 1 the tool reported an error, 2 usage or config error, "
-            "3 a server failed to connect, 4 the call failed, 130 interrupted. "
+            "3 a server failed to connect, 4 the call failed, 130 interrupted, 141 stdout closed. "
             f"Try '{PROG} demo' to see the bundled example server."
         ),
     )
