@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import mcp_sync
 from mcp_sync.cli import escape
+from mcp_sync.cli._version import version_report
 from mcp_sync.config import load_config
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,13 +27,17 @@ NO_CONFIG = (
     "server;\n"
     "  'mcp-sync demo' runs that server now, with no config.\n"
 )
+HINT = (
+    "  every configured server must connect; 'mcp-sync check' tests each one; "
+    "--server NAME picks the ones to use."
+)
 TABLE = (
-    "FLOW               SERVER   DESCRIPTION\n"
-    "mcp/example/echo   example  Echo a message back.\n"
-    "mcp/example/add    example  Add two numbers.\n"
-    "mcp/example/fail   example  Always reports a tool error.\n"
-    "mcp/example/sleep  example  Answer after `ms` milliseconds.\n"
-    "mcp/example/blob   example  Return `bytes` bytes of text.\n"
+    "FLOW               SERVER   PARAMETERS              DESCRIPTION\n"
+    "mcp/example/echo   example  message*: string        Echo a message back.\n"
+    "mcp/example/add    example  a*: number, b*: number  Add two numbers.\n"
+    "mcp/example/fail   example  -                       Always reports a tool error.\n"
+    "mcp/example/sleep  example  ms*: integer            Answer after `ms` milliseconds.\n"
+    "mcp/example/blob   example  bytes*: integer         Return `bytes` bytes of text.\n"
 )
 
 
@@ -38,9 +46,11 @@ def run(
     cwd: Path | None = None,
     config_env: str | None = None,
     program: list[str] | None = None,
+    path: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "MCP_SYNC_CONFIG"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    paths = [str(REPO), str(path) if path else None, env.get("PYTHONPATH")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     if config_env is not None:
         env["MCP_SYNC_CONFIG"] = config_env
     return subprocess.run(
@@ -291,7 +301,7 @@ def test_a_server_that_cannot_start(tmp_path: Path) -> None:
             'mcp-sync: server "broken" (entry 1 of --mcp-config servers.json) failed to '
             "connect: spawn_failed: server 'broken' could not be started: "
         ), first
-        assert second == "  every configured server must connect; 'mcp-sync check' tests each one."
+        assert second == HINT
 
 
 def test_a_server_that_dies_in_the_handshake(tmp_path: Path) -> None:
@@ -302,6 +312,76 @@ def test_a_server_that_dies_in_the_handshake(tmp_path: Path) -> None:
         'mcp-sync: server "dies" (entry 0 of --mcp-config servers.json) failed to connect: '
         "connection_closed: "
     )
+
+
+def broken(name: str = "broken", **fields: Any) -> dict[str, Any]:
+    """A server that writes why it cannot start to stderr, then exits."""
+    says = (
+        "import os, sys; sys.stderr.write('starting\\nstill starting\\nloading the token ' "
+        "+ os.environ['THE_TOKEN'] + '\\nTraceback (most recent call last):\\n"
+        "\\x1b[31mModuleNotFoundError: No module named mcp_sync\\u202e\\n'); sys.exit(1)"
+    )
+    env = {"THE_TOKEN": "tok-0123456789abcdef0123"}
+    return {"server": name, "command": sys.executable, "args": ["-c", says], "env": env, **fields}
+
+
+def test_a_failing_server_shows_the_tail_of_its_own_stderr(tmp_path: Path) -> None:
+    config(tmp_path, EXAMPLE, broken())
+    for command in (["tools"], ["call", "echo", "--args", "message=hi"], ["resources"]):
+        done = run("--mcp-config", "servers.json", *command, cwd=tmp_path)
+        assert done.returncode == 3, done.stderr
+        assert done.stdout == ""
+        lines = done.stderr.splitlines()
+        assert lines[0] == (
+            'mcp-sync: server "broken" (entry 1 of --mcp-config servers.json) failed to connect: '
+            "connection_closed: exited with code 1"
+        )
+        # The last lines, escaped; the value of a variable the server was given is masked.
+        assert lines[1:-1] == [
+            "  its stderr ended with:",
+            "    still starting",
+            lines[3],
+            "    Traceback (most recent call last):",
+            "    \\x1b[31mModuleNotFoundError: No module named mcp_sync\\u202e",
+        ]
+        assert lines[3].startswith("    loading the token ") and "0123456789abcdef" not in lines[3]
+        assert lines[-1] == HINT
+    checked = run("--mcp-config", "servers.json", "check", cwd=tmp_path)
+    assert checked.returncode == 3
+    assert checked.stdout.splitlines()[-3:] == [
+        "  Traceback (most recent call last):",
+        "  \\x1b[31mModuleNotFoundError: No module named mcp_sync\\u202e",
+        "1 of 2 server(s) failed",
+    ]
+
+
+def test_server_connects_only_the_named_servers(tmp_path: Path) -> None:
+    config(tmp_path, EXAMPLE, broken(), fake("second", namePrefix="two", include=["add"]))
+    done = run("--mcp-config", "servers.json", "tools", "--server", "example", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, TABLE, "")
+    both = run("--mcp-config", "servers.json", "tools", "--server", "second", "--server", "example", cwd=tmp_path)
+    assert both.stdout == TABLE + "two/add            second   a*: number, b*: number  Add two numbers.\n"
+    called = run(
+        "--mcp-config", "servers.json", "call", "two/add", "--args", '{"a": 1, "b": 2}', "--server", "second",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert (called.returncode, called.stdout) == (0, "3\n"), called.stderr
+    checked = run("--mcp-config", "servers.json", "check", "--server", "example", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout
+    assert checked.stdout.splitlines()[-1] == "all 1 server(s) connected"
+    # Still all or nothing among the named ones.
+    failed = run("--mcp-config", "servers.json", "tools", "--server", "example", "--server", "broken", cwd=tmp_path)
+    assert failed.returncode == 3 and 'server "broken"' in failed.stderr
+
+
+def test_server_unknown_name_is_a_usage_error(tmp_path: Path) -> None:
+    config(tmp_path, EXAMPLE, broken())
+    for command in ("tools", "check", "call", "resources"):
+        argv = [command, "--server", "exampel"] + (["echo"] if command == "call" else [])
+        usage_error(
+            run("--mcp-config", "servers.json", *argv, cwd=tmp_path),
+            '--server: no configured server is named "exampel" (configured: "example", "broken")',
+        )
 
 
 def test_check_reports_every_server(tmp_path: Path) -> None:
@@ -346,7 +426,7 @@ def test_tools_table_and_json(tmp_path: Path) -> None:
     config(tmp_path, EXAMPLE, fake("second", namePrefix="two", include=["add"]))
     done = run("--mcp-config", "servers.json", "tools", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == TABLE + "two/add            second   Add two numbers.\n"
+    assert done.stdout == TABLE + "two/add            second   a*: number, b*: number  Add two numbers.\n"
     done = run("--mcp-config", "servers.json", "tools", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     listed = json.loads(done.stdout)
@@ -361,6 +441,37 @@ def test_tools_table_and_json(tmp_path: Path) -> None:
     assert all(c.endswith(":**") for c in add["capabilities"])
 
 
+def test_tools_shows_each_tools_parameters(tmp_path: Path) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "mode": {"enum": ["a", "b"]},
+            "limit": {"type": ["integer", "null"]},
+            "when": {"anyOf": [{"type": "string"}, {"type": "number"}]},
+            "x\u001b[2J": {},
+        },
+        "required": ["path", "mode"],
+    }
+    tools = [{"name": "find", "description": "Find things.", "inputSchema": schema}]
+    config(tmp_path, fake("files", "--tools", json.dumps(tools)))
+    done = run("--mcp-config", "servers.json", "tools", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    header, row = done.stdout.splitlines()
+    assert header.split() == ["FLOW", "SERVER", "PARAMETERS", "DESCRIPTION"]
+    assert re.split(" {2,}", row)[2] == (
+        "path*: string, tags: string[], mode*: enum, limit: integer|null, when: string|number, "
+    )[:59] + "…"
+    # --json carries each tool's whole input schema.
+    (listed,) = json.loads(run("--mcp-config", "servers.json", "tools", "--json", cwd=tmp_path).stdout)
+    assert listed["inputDocument"] == schema
+    short = [{"name": "t", "inputSchema": {"type": "object", "properties": {"x\u001b[2J": {}}}}]
+    config(tmp_path, fake("odd", "--tools", json.dumps(short)))
+    done = run("--mcp-config", "servers.json", "tools", cwd=tmp_path)
+    assert re.split(" {2,}", done.stdout.splitlines()[1])[2] == "x\\x1b[2J: any"
+
+
 def test_server_text_is_escaped_on_the_terminal(tmp_path: Path) -> None:
     tools = [
         {
@@ -373,7 +484,7 @@ def test_server_text_is_escaped_on_the_terminal(tmp_path: Path) -> None:
     done = run("--mcp-config", "servers.json", "tools", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1] == (
-        "mcp/odd/evil  odd     Looks \\x1b[31mred\\x1b[0m \\u202eesrever\\u202c\\u200b"
+        "mcp/odd/evil  odd     -           Looks \\x1b[31mred\\x1b[0m \\u202eesrever\\u202c\\u200b"
     )
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
     # JSON output is ASCII: the characters are there, escaped by JSON.
@@ -440,6 +551,59 @@ def test_call_a_server_that_crashes(tmp_path: Path) -> None:
     )
 
 
+def test_call_by_the_tools_short_name(tmp_path: Path) -> None:
+    config(tmp_path, EXAMPLE)
+    done = run("--mcp-config", "servers.json", "call", "echo", "--args", "message=hi", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "hi\n", "")
+    config(tmp_path, fake("a"), fake("b"))
+    usage_error(
+        run("--mcp-config", "servers.json", "call", "echo", "--args", "message=hi", cwd=tmp_path),
+        'several servers have a tool named "echo" ("mcp/a/echo", "mcp/b/echo"); '
+        "give the flow name or pick one with --server",
+    )
+    picked = run("--mcp-config", "servers.json", "call", "echo", "--args", "message=hi", "--server", "b", cwd=tmp_path)
+    assert (picked.returncode, picked.stdout) == (0, "hi\n"), picked.stderr
+    full = run("--mcp-config", "servers.json", "call", "mcp/a/echo", "--args", "message=hi", cwd=tmp_path)
+    assert (full.returncode, full.stdout) == (0, "hi\n"), full.stderr
+
+
+def test_args_as_key_value_pairs_and_a_file(tmp_path: Path) -> None:
+    config(tmp_path, EXAMPLE)
+    # VALUE is JSON when it parses (numbers here), text otherwise.
+    summed = run(
+        "--mcp-config", "servers.json", "call", "add", "--args", "a=2", "--args", "b=0.5", "--json", cwd=tmp_path
+    )  # fmt: skip
+    assert json.loads(summed.stdout)["structuredContent"] == {"sum": 2.5}, summed.stderr
+    for value, shown in (("007", "007"), ("hello world", "hello world"), ('"42"', "42"), ("a=b", "a=b")):
+        done = run("--mcp-config", "servers.json", "call", "echo", "--args", f"message={value}", cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (0, shown + "\n"), done.stderr
+    (tmp_path / "args.json").write_text('{"a": 1, "b": 2}')
+    from_file = run("--mcp-config", "servers.json", "call", "add", "--args", "@args.json", cwd=tmp_path)
+    assert (from_file.returncode, from_file.stdout) == (0, "3\n"), from_file.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--args", "@missing.json"], "--args @missing.json: file not found"),
+        (["--args", "@."], "--args @.: is a directory, not a file"),
+        (["--args", "@"], "--args @: the path is empty"),
+        (["--args", "@list.json"], "--args @list.json: must be a JSON object, got an array"),
+        (["--args", "@deep.json"], "--args @deep.json: nests objects and arrays deeper than 126 levels"),
+        (["--args", "@latin1.json"], "--args @latin1.json: is not UTF-8 text"),
+        (["--args", "a=1", "--args", '{"a": 2}'], '--args: the argument "a" is given twice'),
+        (["--args", "=1"], '--args "=1": KEY=VALUE needs a key'),
+    ],
+)
+def test_args_mistakes(tmp_path: Path, argv: list[str], message: str) -> None:
+    # A server that cannot start proves --args is checked before anything is spawned.
+    config(tmp_path, {"server": "x", "command": str(tmp_path / "missing"), "args": []})
+    (tmp_path / "list.json").write_text("[1]")
+    (tmp_path / "deep.json").write_text('{"a": ' + "[" * 130 + "]" * 130 + "}")
+    (tmp_path / "latin1.json").write_bytes(b'{"a": "\xe9"}')
+    usage_error(run("--mcp-config", "servers.json", "call", "mcp/x/y", *argv, cwd=tmp_path), message)
+
+
 # --------------------------------------------------------------------------
 # demo, example-config, the bundled example, the console script
 
@@ -491,6 +655,65 @@ def test_console_script_is_the_same_program(tmp_path: Path) -> None:
     done = run("--mcp-config", "servers.json", "tools", cwd=tmp_path, program=[str(script)])
     assert done.returncode == 0, done.stderr
     assert done.stdout == TABLE
+
+
+# --------------------------------------------------------------------------
+# --version, and a reader that goes away
+
+
+def test_version() -> None:
+    done = run("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"mcp-sync-client {mcp_sync.__version__}: module mcp_sync from ")
+    assert done.stdout.count("\n") == 1
+    assert done.stderr == ""
+
+
+def test_version_warns_about_the_unrelated_project_of_the_same_module_name(tmp_path: Path) -> None:
+    # What `pip install mcp-sync` leaves beside this project: a distribution
+    # that also claims the top-level module mcp_sync.
+    info = tmp_path / "mcp_sync-0.4.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mcp-sync\nVersion: 0.4.2\n")
+    (info / "top_level.txt").write_text("mcp_sync\n")
+    done = run("--version", path=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.startswith("mcp-sync-client ")
+    assert done.stderr.startswith(
+        "mcp-sync: warning: the distribution 'mcp-sync' also installs a module named mcp_sync; "
+    ), done.stderr
+    assert "pip uninstall mcp-sync mcp-sync-client" in done.stderr
+
+
+def test_version_notices_a_module_that_is_not_this_project() -> None:
+    stranger = types.ModuleType("mcp_sync")
+    stranger.__file__ = "/elsewhere/mcp_sync/__init__.py"
+    _, warnings = version_report(stranger)
+    assert "the imported mcp_sync (/elsewhere/mcp_sync) is not this project's" in warnings[-1]
+    assert version_report(mcp_sync)[1] == []
+
+
+@pytest.mark.parametrize(
+    ("command", "reader", "shown"),
+    [
+        # demo flushes its first line before it connects: head reads it and leaves.
+        ("demo", "head -1", "connecting the bundled example server: "),
+        # tools writes once, at the end, long after `true` has gone.
+        ("--mcp-config servers.json tools", "true", ""),
+    ],
+)
+def test_a_closed_pipe_ends_quietly(tmp_path: Path, command: str, reader: str, shown: str) -> None:
+    config(tmp_path, EXAMPLE)
+    done = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(sys.executable)} -m mcp_sync {command} 2>err.txt | {reader}; "
+         'echo "status=${PIPESTATUS[0]}"'],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    *lines, status = done.stdout.splitlines()
+    assert "".join(lines).startswith(shown)
+    assert status in ("status=0", "status=141")
+    assert (tmp_path / "err.txt").read_text() == ""
 
 
 # --------------------------------------------------------------------------

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
-from test_cli import config, fake, run
+import pytest
+from test_cli import REPO, config, fake, run
 
 import mcp_sync
-from mcp_sync._cli_features import invoke_with_progress
+from mcp_sync.cli import _common, _progress
+from mcp_sync.cli._common import CliExit, call_arguments
+from mcp_sync.cli._progress import invoke_with_progress
 from mcp_sync.flows import project
 from mcp_sync.testing import server_command
 
@@ -37,6 +44,9 @@ def test_resources_read_prompts_prompt(tmp_path: Path) -> None:
     assert prompts.stdout.splitlines()[1].split() == ["one", "greet", "name", "Greet", "someone."]
     got = run("--mcp-config", str(path), "prompt", "greet", "--args", '{"name": "Ann"}')
     assert (got.returncode, got.stdout) == (0, "user: Please greet Ann.\n")
+    # KEY=VALUE keeps VALUE as text for a prompt: its arguments are strings.
+    pairs = run("--mcp-config", str(path), "prompt", "greet", "--args", "name=42")
+    assert (pairs.returncode, pairs.stdout) == (0, "user: Please greet 42.\n"), pairs.stderr
 
 
 def test_exit_codes_and_choosing_a_server(tmp_path: Path) -> None:
@@ -85,3 +95,76 @@ def test_call_shows_progress_on_a_terminal_only() -> None:
         pipe = io.StringIO()
         invoke_with_progress(flow, {"steps": 2}, session, pipe)
         assert pipe.getvalue() == ""
+
+
+def test_an_arguments_file_is_read_with_a_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_common, "MAX_ARGS_FILE_BYTES", 10)
+    small, large = tmp_path / "small.json", tmp_path / "large.json"
+    small.write_text('{"a": 1}')
+    large.write_text('{"a": 1234}')
+    assert call_arguments([f"@{small}"]) == {"a": 1}
+    with pytest.raises(CliExit) as caught:
+        call_arguments([f"@{large}"])
+    assert caught.value.message == f"mcp-sync: error: --args @{large}: is larger than 10 bytes"
+
+
+def test_a_call_without_progress_shows_a_spinner_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_progress, "SPINNER_AFTER_S", 0.05)
+    command, *args = server_command()
+    with mcp_sync.connect(server="fake", command=command, args=args) as session:
+        flow = project(session)["mcp/fake/sleep"]
+        terminal = _Terminal()
+        result = invoke_with_progress(flow, {"ms": 600}, session, terminal)
+        assert result.content[0]["text"] == "slept"
+        shown = terminal.getvalue()
+        assert "\r\x1b[Kmcp/fake/sleep: waiting - 0." in shown and "waiting \\ 0." in shown
+        assert shown.endswith("\r\x1b[K")
+        pipe = io.StringIO()
+        invoke_with_progress(flow, {"ms": 300}, session, pipe)
+        assert pipe.getvalue() == ""
+
+
+def test_the_spinner_on_a_real_terminal(tmp_path: Path) -> None:
+    path = config(tmp_path, fake())
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "mcp_sync", "--mcp-config", str(path), "call", "sleep", "--args", "ms=1500"],
+        stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "PYTHONPATH": str(REPO)},
+    ) as child:  # fmt: skip
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal's last writer is gone
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert child.stdout is not None
+        assert child.stdout.read() == b"slept\n"
+    os.close(leader)
+    assert child.returncode == 0
+    assert b"mcp/example/sleep: waiting " in seen
+    assert seen.endswith(b"\r\x1b[K")
+
+
+def test_progress_extends_the_calls_deadline(tmp_path: Path) -> None:
+    path = config(tmp_path, fake("one", "--features"))
+    call = ("--mcp-config", str(path), "call")
+    # 8 reports 200 ms apart: 1.6 s in all, more than three times the 0.5 s --timeout.
+    kept = run(*call, "progress", "--args", "steps=8", "--args", "ms=200", "--timeout", ".5")
+    assert (kept.returncode, kept.stdout) == (0, "done after 8 steps\n"), kept.stderr
+    # Without progress the same --timeout holds.
+    cut = run("--mcp-config", str(path), "call", "sleep", "--args", "ms=3000", "--timeout", "0.25")
+    assert cut.returncode == 4 and "timeout_ms=250" in cut.stderr and cut.stderr.endswith(" (timeout)\n")
+    # And progress extends it only up to ten times the timeout.
+    capped = run(*call, "progress", "--args", "steps=40", "--args", "ms=100", "--timeout", ".25")
+    assert capped.returncode == 4 and "extended by progress up to 2500 ms" in capped.stderr
+
+
+def test_timeout_must_be_a_positive_number_of_seconds(tmp_path: Path) -> None:
+    path = config(tmp_path, fake())
+    for value in ("0", "-1", "x", "nan", "1e9"):
+        done = run("--mcp-config", str(path), "call", "echo", "--timeout", value)
+        assert done.returncode == 2 and "argument --timeout: " in done.stderr, (value, done.stderr)
