@@ -5,7 +5,7 @@ A server may ask its client for things: to elicit input from the user
 (``sampling/createMessage``), for the filesystem roots it may use
 (``roots/list``), or just whether it is alive (``ping``). Each is served only
 when the caller gave what serves it, and declared as a client capability only
-then (SPEC §9.8, §10.2); any other method is answered ``-32601`` "Method not
+then; any other method is answered ``-32601`` "Method not
 found", as before.
 
 :class:`ServerRequests` is the one place that decides how a method is
@@ -15,7 +15,9 @@ hands the request to a small bounded pool of library threads
 up anybody's reply. A handler that raises, returns something unusable or
 outlives ``Handlers.timeout_ms`` becomes an error reply; the reader never
 sees it. In the 2026-07-28 era the same handlers answer the questions of an
-``input_required`` result (:meth:`ServerRequests.answer_input_request`).
+``input_required`` result (:meth:`ServerRequests.answer_input_request`), on
+the same pool, under the same timeout and failure rules; the caller waits for
+the answer no longer than its own deadline.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 REQUEST_TIMEOUT = -32001  # what the official SDKs use for a request that timed out
+HANDLER_FAILED = "the client's handler failed"
+HANDLER_LATE = "the client's handler did not answer in time"
 
 _log = logging.getLogger("mcp_sync.handlers")
 
@@ -306,8 +310,49 @@ class _InFlight:
         self.timer: threading.Timer | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """The error that answers a server request: ``source`` says whether the
+    request was refused before any handler ran, the handler refused it
+    (``HandlerError``), or the handler raised (or returned nonsense)."""
+
+    code: int
+    message: str
+    source: Literal["refused", "handler", "raised"]
+
+
+class _Answer:
+    """One ``input_required`` question answered on the handler pool for a
+    caller that waits for it (modern era). A bare lock, released once the
+    outcome is set: the caller acquires it with its timeout."""
+
+    __slots__ = ("_done", "cancelled", "outcome")
+
+    def __init__(self) -> None:
+        self._done = threading.Lock()
+        self._done.acquire()
+        self.cancelled = threading.Event()
+        self.outcome: tuple[Any, _Failure | None] = (None, None)
+
+    def run(
+        self,
+        outcome: Callable[[str, object, threading.Event], tuple[Any, _Failure | None]],
+        method: str,
+        params: object,
+    ) -> None:
+        try:
+            self.outcome = outcome(method, params, self.cancelled)
+        finally:
+            self._done.release()
+
+    def wait(self, until: float) -> bool:
+        return self._done.acquire(True, min(max(0.0, until - time.monotonic()), threading.TIMEOUT_MAX))
+
+
 class ServerRequests:
-    """Answers one session's server requests."""
+    """Answers one session's server requests, and in the modern era the
+    questions of ``input_required`` results: one handler pool, one timeout
+    and one set of failure rules for both."""
 
     def __init__(self, core: _Core, handlers: Handlers | None) -> None:
         self._core = core
@@ -318,6 +363,7 @@ class ServerRequests:
             self._handlers.timeout_ms if self._handlers.timeout_ms is not None else limits.request_timeout_ms
         )
         backlog = max(64, limits.queue_capacity)
+        self._pool_backlog = backlog
         self._pool = Workers(
             f"{self._name}-handler", max_workers=self._handlers.max_concurrency, backlog=backlog
         )
@@ -389,27 +435,33 @@ class ServerRequests:
             timer.start()
         except RuntimeError:
             entry.timer = None
-        result: Any = None
-        error: tuple[int, str] | None = None
         try:
-            result = self.answer(method, params, entry.cancelled)
-        except _Refused as refused:
-            error = (refused.code, refused.message)
-        except HandlerError as failure:
-            code = failure.code if type(failure.code) is int else INTERNAL_ERROR
-            error = (code, str(failure.message))
-        except Exception:
-            _log.exception(
-                "the %s handler of server %r raised", method, self._core.server,
-                extra={"mcp_event": "handler_failed", "mcp_server": self._core.server, "mcp_method": method},
-            )  # fmt: skip
-            error = (INTERNAL_ERROR, "the client's handler failed")
+            result, failure = self._outcome(method, params, entry.cancelled)
         finally:
             timer.cancel()
         with self._lock:
             mine = self._inflight.pop(request_id, None) is entry
         if mine:
+            error = None if failure is None else (failure.code, failure.message)
             self._send(_reply(request_id, result=result, error=error))
+
+    def _outcome(self, method: str, params: object, cancelled: threading.Event) -> tuple[Any, _Failure | None]:
+        """Run the handler for one request: its result, or the error that
+        answers it (a handler that raises, refuses or returns nonsense is an
+        error, never an exception out of here). Both eras go through this."""
+        try:
+            return self.answer(method, params, cancelled), None
+        except _Refused as refused:
+            return None, _Failure(refused.code, refused.message, "refused")
+        except HandlerError as failure:
+            code = failure.code if type(failure.code) is int else INTERNAL_ERROR
+            return None, _Failure(code, str(failure.message), "handler")
+        except Exception:
+            _log.exception(
+                "the %s handler of server %r raised", method, self._core.server,
+                extra={"mcp_event": "handler_failed", "mcp_server": self._core.server, "mcp_method": method},
+            )  # fmt: skip
+            return None, _Failure(INTERNAL_ERROR, HANDLER_FAILED, "raised")
 
     def _timed_out(self, request_id: int | str) -> None:
         with self._lock:
@@ -421,7 +473,7 @@ class ServerRequests:
             "a handler of server %r did not answer within %.0f ms", self._core.server, self._timeout * 1000,
             extra={"mcp_event": "handler_timeout", "mcp_server": self._core.server},
         )  # fmt: skip
-        self._send(_reply(request_id, error=(REQUEST_TIMEOUT, "the client's handler did not answer in time")))
+        self._send(_reply(request_id, error=(REQUEST_TIMEOUT, HANDLER_LATE)))
 
     def answer(self, method: str, params: object, cancelled: threading.Event) -> dict[str, Any]:
         """The result for one server request (``_Refused`` for an error reply).
@@ -447,24 +499,56 @@ class ServerRequests:
         raise _Refused(METHOD_NOT_FOUND, "Method not found")
 
     def answer_input_request(self, method: str, params: object, deadline: float) -> dict[str, Any]:
-        """Answer one question of an ``input_required`` result (2026-07-28),
-        on the calling thread. Raises :class:`McpError` when there is no
-        handler for it, or the handler failed."""
+        """Answer one question of an ``input_required`` result (2026-07-28)
+        the way a server request is answered: on the handler pool, within
+        ``Handlers.timeout_ms``, the handler's failure decided by the same
+        rules. The caller waits until ``deadline`` at most; a handler still
+        running then is told (``request.cancelled``) and its answer dropped.
+
+        Raises :class:`InputRequired` when no handler answers ``method``,
+        :class:`Timeout` when the deadline or ``Handlers.timeout_ms`` passes
+        first, and :class:`ProtocolError` for what would be an error reply in
+        the handshake era (unusable params, a handler that raised or refused)."""
         server = self._core.server
         if not self._serves(method):
-            # The modern era's retry loop names every request it could not
-            # answer (see _modern.py).
+            # The call plan names every request it could not answer.
             raise InputRequired(f"no handler answers {method[:64]!a}", (method,))
-        if deadline <= time.monotonic():
+        now = time.monotonic()
+        if deadline <= now:
             raise Timeout(f"server {server!r} asked for {method!a} after the caller's deadline")
-        try:
-            return self.answer(method, params, threading.Event())
-        except _Refused as refused:
+        job = _Answer()
+        if not self._pool.submit(lambda: job.run(self._outcome, method, params)):
+            terminal = self._core.terminal
+            if terminal is not None:
+                raise terminal._copy()
             raise ProtocolError(
-                f"server {server!r} asked for {method!a} with unusable params: {refused.message}"
-            ) from None
-        except HandlerError as failure:
-            raise ProtocolError(f"the {method} handler refused the request of server {server!r}") from failure
+                f"server {server!r} asked for {method!a} while every handler thread was busy "
+                f"and {self._pool_backlog} more were waiting"
+            )
+        late = now + self._timeout < deadline  # Handlers.timeout_ms comes before the caller's deadline
+        if not job.wait(min(deadline, now + self._timeout)):
+            job.cancelled.set()
+            if late:
+                raise Timeout(
+                    f"the {method} handler did not answer server {server!r} within "
+                    f"{self._timeout * 1000:.0f} ms (Handlers.timeout_ms)"
+                )
+            raise Timeout(
+                f"server {server!r} asked for {method!a} and the handler had not answered by the caller's deadline"
+            )
+        result, failure = job.outcome
+        if failure is None:
+            return result  # type: ignore[no-any-return]
+        # What the handshake era would have replied to the server, raised to
+        # the caller: the revision has no error answer to an input request.
+        if failure.source == "refused":
+            raise ProtocolError(f"server {server!r} asked for {method!a} with unusable params: {failure.message}")
+        if failure.source == "raised":
+            raise ProtocolError(
+                f"the {method} handler failed on a request of server {server!r} "
+                f"(error {failure.code}: {failure.message})"
+            )
+        raise ProtocolError(f"the {method} handler refused the request of server {server!r} (error {failure.code})")
 
     # ------------------------------------------------------- roots
 
@@ -497,13 +581,13 @@ class ServerRequests:
     ) -> None:
         """Answer at once, from the thread that read the request (a ping, a
         refusal): the transport's ``reply`` never makes a reading caller wait
-        for room in the outbound queue (SPEC 9.12)."""
+        for room in the outbound queue (it may be the only thread reading)."""
         self._send(_reply(request_id, result=result, error=error))
 
     def _send(self, message: dict[str, Any]) -> None:
         """Send one reply through the transport's ``reply``, the one way every
         answer to a server request leaves; the session ends if it cannot be
-        queued within ``request_timeout_ms`` (SPEC 9.11)."""
+        queued within ``request_timeout_ms`` (a server that reads nothing)."""
         core = self._core
         transport = core.transport
         if core.terminal is not None or transport is None:

@@ -102,7 +102,7 @@ def connected(session: Session, transport: str, started: float) -> None:
     """``connect()`` finished: the handshake time, the version, the catalog size."""
     elapsed = _ms(started)
     core, version, tools = session._core, session.protocol_version, len(session.tools)
-    era = getattr(core, "era", None) or "legacy"
+    era = core.era.name
     _emit(
         SESSION, logging.INFO, "connect", core.server,
         "connected to server %r over %s in %.1f ms: protocol %s, %d tools",

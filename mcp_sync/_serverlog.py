@@ -148,20 +148,8 @@ class LogLevelMixin:
     def set_log_level(self, level: str, *, timeout_ms: int | None = None) -> None:
         """Ask the server to send log messages of ``level`` and above
         (``"debug"`` ... ``"emergency"``) with ``logging/setLevel``."""
-        from ._limits import request_budget, seconds
-
         core = self._core
         name = log_level_name(level)
         core.require("logging", "logging/setLevel")
-        if core.modern is not None:
-            # 2026-07-28: no logging/setLevel; the level rides on every request.
-            core.modern.use_log_level(name)
-            return
-        timeout_ms, option = request_budget(core.limits, timeout_ms)
-        server = core.server
-        core.request(
-            "logging/setLevel",
-            {"level": name},
-            seconds(timeout_ms),
-            lambda: f"logging/setLevel on server {server!r} ({option}={timeout_ms})",
-        )
+        # 2026-07-28 has no logging/setLevel: there the level rides on every request.
+        core.era.set_log_level(core, name, timeout_ms)
