@@ -340,6 +340,9 @@ class _Answer:
         method: str,
         params: object,
     ) -> None:
+        # What escapes _outcome is no Exception (a SystemExit, say, in the
+        # handler): the waiting caller still gets a failure, not a None answer.
+        self.outcome = (None, _Failure(INTERNAL_ERROR, HANDLER_FAILED, "raised"))
         try:
             self.outcome = outcome(method, params, self.cancelled)
         finally:
@@ -526,7 +529,12 @@ class ServerRequests:
                 f"and {self._pool_backlog} more were waiting"
             )
         late = now + self._timeout < deadline  # Handlers.timeout_ms comes before the caller's deadline
-        if not job.wait(min(deadline, now + self._timeout)):
+        try:
+            answered = job.wait(min(deadline, now + self._timeout))
+        except BaseException:  # an interrupt while waiting: the answer is no longer wanted
+            job.cancelled.set()
+            raise
+        if not answered:
             job.cancelled.set()
             if late:
                 raise Timeout(
