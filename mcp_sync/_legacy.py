@@ -41,10 +41,6 @@ def initialize_params(
     }
 
 
-def _remaining(deadline: float) -> float:
-    return max(0.0, deadline - time.monotonic())
-
-
 class LegacyEra:
     """A session opened by the ``initialize`` handshake. Before negotiation
     settles an era, a session core holds one without a version: what it
@@ -123,12 +119,16 @@ class LegacyEra:
         progress callback that raised then would lose the task id, and with it
         the means to cancel the task (its progress waits in the route and is
         delivered at the first poll)."""
-        if tasks:
-            watch = None
+        if watch is None:
+            timeout = deadline - time.monotonic()
+        elif tasks:
+            watch, timeout = None, deadline - time.monotonic()
+        else:
+            timeout = watch.deadline - time.monotonic()
         return core.request(
             method,
-            params if isinstance(params, dict) else dict(params),
-            _remaining(deadline if watch is None else watch.deadline),
+            params if type(params) is dict else dict(params),
+            timeout if timeout > 0.0 else 0.0,
             describe,
             cancellable=cancellable,
             watch=watch,
@@ -148,7 +148,7 @@ class LegacyEra:
         core.request(
             "ping",
             {},
-            _remaining(deadline),
+            max(0.0, deadline - time.monotonic()),
             lambda: f"ping of server {core.server!r} ({budget})",
             # A probe has no effect on the server: nothing to cancel.
             cancellable=False,

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._catalog import CallToolResult, Tool, parse_call_result
-from ._era import INPUT_REQUIRED, MAX_INPUT_REQUESTS, MAX_INPUT_ROUNDS, TASK, EraCore
+from ._era import COMPLETE, INPUT_REQUIRED, MAX_INPUT_REQUESTS, MAX_INPUT_ROUNDS, TASK, EraCore
 from ._errors import InputRequired, InvalidResponse, ProtocolError
 from ._progress import ProgressCallback, open_route
 
@@ -48,14 +48,14 @@ def drive(
     ``route`` the request is followed as it comes and may become a task of
     tool ``name``: ``route`` is given exactly for a call that may."""
     era = core.era
-    sent: Mapping[str, Any] = params
     tasks = route is not None and name != ""
-    for round_ in range(MAX_INPUT_ROUNDS + 1):
-        if round_ and route is not None:
-            route.retry()
-        until = deadline if route is None else route.deadline
-        result = era.request(core, method, sent, until, describe, watch=route, tasks=tasks)
-        kind = era.result_kind(result, method, tasks=tasks)
+    result = era.request(
+        core, method, params, deadline if route is None else route.deadline, describe, watch=route, tasks=tasks
+    )
+    kind = era.result_kind(result, method, tasks=tasks)
+    if kind == COMPLETE:
+        return result  # most requests: one round, nothing more to drive
+    for _ in range(MAX_INPUT_ROUNDS):
         if kind == TASK:
             assert route is not None
             return era.follow_task(core, name, result, route, describe)
@@ -63,16 +63,25 @@ def drive(
             return result
         # Each retry is the original request plus this round's answers and
         # state: nothing of an earlier round is carried over.
+        until = deadline if route is None else route.deadline
         where = subject(core.server, method, params)
         requests, state = input_requests(result, where)
         retry = dict(params)
         if requests is not None:
-            retry["inputResponses"] = answer_all(
-                core, requests, where, deadline if route is None else route.deadline
-            )
+            retry["inputResponses"] = answer_all(core, requests, where, until)
         if state is not None:
             retry["requestState"] = state
-        sent = retry
+        if route is not None:
+            route.retry()  # the new request's progress counts from scratch
+        result = era.request(
+            core, method, retry, deadline if route is None else route.deadline, describe, watch=route, tasks=tasks
+        )
+        kind = era.result_kind(result, method, tasks=tasks)
+    if kind == TASK:
+        assert route is not None
+        return era.follow_task(core, name, result, route, describe)
+    if kind != INPUT_REQUIRED:
+        return result
     raise ProtocolError(
         f"{subject(core.server, method, params)} asked for input more than {MAX_INPUT_ROUNDS} times in a row"
     )
