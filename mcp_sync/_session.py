@@ -654,7 +654,8 @@ class _Core:
         """The client's answer to one request a server embedded in an
         ``input_required`` result (``elicitation/create``,
         ``sampling/createMessage``, ``roots/list``), made by ``deadline``:
-        the same handlers that answer server requests in the handshake era."""
+        the same handlers that answer server requests in the handshake era,
+        on the same pool and under the same rules (the call plan's seam)."""
         return self.inbound.requests.answer_input_request(method, params, deadline)
 
     # ----------------------------------------------------------- calling
