@@ -160,7 +160,7 @@ def negotiate(
         except _Fresh:
             # Whatever the server made of the probe, a fresh one sees only the
             # handshake, exactly as protocol="legacy" would have sent it.
-            _discard(core)
+            core.discard()
             core = open_core()
             return _finish(core, _handshake(core, DEFAULT_HANDSHAKE_VERSION))
     except McpError as exc:
@@ -194,15 +194,6 @@ def _auto(core: _Core, *, http: bool) -> Negotiated:
             raise
         raise _Fresh from None
     return _finish(core, info)
-
-
-def _discard(core: _Core) -> None:
-    """Tear down a session that a fresh one replaces. Its stderr is not
-    reported: the fresh session's is what the caller gets."""
-    from ._session import CLOSED_BY_CALLER
-
-    core.diagnostics = None
-    core.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=True)
 
 
 def _finish(core: _Core, info: ServerInfo) -> Negotiated:

@@ -365,6 +365,13 @@ class _Core:
             self.transport.shutdown(wait)
         self.inbound.close(wait)
 
+    def discard(self) -> None:
+        """Tear down a session that a fresh one replaces (era negotiation's
+        respawn). Its stderr is not reported: the fresh session's is what
+        the caller gets."""
+        self.diagnostics = None
+        self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=True)
+
     def failed(self) -> bool:
         """Whether the session ended for a reason other than the caller closing it."""
         error = self._terminal
