@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._errors import InputRequired, McpError, ProtocolError, Timeout
+from ._errors import ConnectionClosed, InputRequired, McpError, ProtocolError, Timeout
 from ._handlers import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -74,21 +74,37 @@ class _Failure:
 
     code: int
     message: str
-    source: Literal["refused", "handler", "raised"]
+    source: Literal["refused", "handler", "raised", "closed"]
+
+
+_CLOSED = _Failure(INTERNAL_ERROR, "the session ended", "closed")
 
 
 class _Answer:
     """One ``input_required`` question answered on the handler pool for a
-    caller that waits for it (modern era). A bare lock, released once the
-    outcome is set: the caller acquires it with its timeout."""
+    caller that waits for it (modern era). ``_done`` is a bare lock,
+    released once the outcome is set (by the handler's thread, or by the
+    session's end): the caller acquires it with its timeout."""
 
-    __slots__ = ("_done", "cancelled", "outcome")
+    __slots__ = ("_done", "_guard", "_set", "cancelled", "outcome")
 
     def __init__(self) -> None:
         self._done = threading.Lock()
         self._done.acquire()
+        # Guards _set and outcome: the handler's thread and close() may both
+        # finish this answer; the first wins. Nobody waits on it for long.
+        self._guard = threading.Lock()
+        self._set = False
         self.cancelled = threading.Event()
         self.outcome: tuple[Any, _Failure | None] = (None, None)
+
+    def finish(self, outcome: tuple[Any, _Failure | None]) -> None:
+        with self._guard:
+            if self._set:
+                return
+            self._set = True
+            self.outcome = outcome
+        self._done.release()
 
     def run(
         self,
@@ -98,11 +114,11 @@ class _Answer:
     ) -> None:
         # What escapes _outcome is no Exception (a SystemExit, say, in the
         # handler): the waiting caller still gets a failure, not a None answer.
-        self.outcome = (None, _Failure(INTERNAL_ERROR, HANDLER_FAILED, "raised"))
+        result: tuple[Any, _Failure | None] = (None, _Failure(INTERNAL_ERROR, HANDLER_FAILED, "raised"))
         try:
-            self.outcome = outcome(method, params, self.cancelled)
+            result = outcome(method, params, self.cancelled)
         finally:
-            self._done.release()
+            self.finish(result)
 
     def wait(self, until: float) -> bool:
         return self._done.acquire(True, min(max(0.0, until - time.monotonic()), threading.TIMEOUT_MAX))
@@ -126,9 +142,11 @@ class ServerRequests:
         self._pool = Workers(
             f"{self._name}-handler", max_workers=self._handlers.max_concurrency, backlog=backlog
         )
-        # Guards _inflight and _roots.
+        # Guards _inflight, _answers and _roots (the reader, the pool's
+        # threads, waiting callers and close() take it briefly; nobody waits long).
         self._lock = threading.Lock()
         self._inflight: dict[int | str, _InFlight] = {}
+        self._answers: set[_Answer] = set()  # input questions a caller waits for
         roots = self._handlers.roots
         self._roots: RootsProvider | None = roots
 
@@ -276,20 +294,24 @@ class ServerRequests:
         if deadline <= now:
             raise Timeout(f"server {server!r} asked for {method!a} after the caller's deadline")
         job = _Answer()
-        if not self._pool.submit(lambda: job.run(self._outcome, method, params)):
-            terminal = self._core.terminal
-            if terminal is not None:
-                raise terminal._copy()
-            raise ProtocolError(
-                f"server {server!r} asked for {method!a} while every handler thread was busy "
-                f"and {self._pool_backlog} more were waiting"
-            )
-        late = now + self._timeout < deadline  # Handlers.timeout_ms comes before the caller's deadline
+        with self._lock:
+            self._answers.add(job)
         try:
+            if not self._pool.submit(lambda: job.run(self._outcome, method, params)):
+                job.finish((None, _CLOSED))
+                if self._core.terminal is None:
+                    raise ProtocolError(
+                        f"server {server!r} asked for {method!a} while every handler thread was busy "
+                        f"and {self._pool_backlog} more were waiting"
+                    )
+            late = now + self._timeout < deadline  # Handlers.timeout_ms comes before the caller's deadline
             answered = job.wait(min(deadline, now + self._timeout))
         except BaseException:  # an interrupt while waiting: the answer is no longer wanted
             job.cancelled.set()
             raise
+        finally:
+            with self._lock:
+                self._answers.discard(job)
         if not answered:
             job.cancelled.set()
             if late:
@@ -305,6 +327,11 @@ class ServerRequests:
             return result  # type: ignore[no-any-return]
         # What the handshake era would have replied to the server, raised to
         # the caller: the revision has no error answer to an input request.
+        if failure.source == "closed":
+            terminal = self._core.terminal  # set before the handlers are closed
+            if terminal is None:
+                terminal = ConnectionClosed(f"the session with server {server!r} ended")
+            raise terminal._copy()
         if failure.source == "refused":
             raise ProtocolError(f"server {server!r} asked for {method!a} with unusable params: {failure.message}")
         if failure.source == "raised":
@@ -386,6 +413,12 @@ class ServerRequests:
         with self._lock:
             entries = list(self._inflight.values())
             self._inflight.clear()
+            answers = list(self._answers)
+        # A caller waiting for an input handler fails now, with the session's
+        # end, rather than at its deadline.
+        for answer in answers:
+            answer.cancelled.set()
+            answer.finish((None, _CLOSED))
         for entry in entries:
             entry.cancelled.set()
             if entry.timer is not None:

@@ -495,3 +495,41 @@ def test_a_raising_input_handler_fails_like_in_the_handshake_era(caplog: pytest.
         pytest.raises(mcp_sync.McpError, match=refused),
     ):
         modern.call_tool("ask_input", timeout_ms=5000)
+
+
+def test_close_fails_a_caller_waiting_for_an_input_handler_at_once() -> None:
+    """The 2026-07-28 era: close() from another thread while a caller waits for
+    a handler stuck in user code: the caller gets ConnectionClosed now, not at
+    its deadline (as test_close_does_not_wait_for_a_handler_stuck_in_user_code
+    in the handshake era)."""
+    release = threading.Event()
+    entered = threading.Event()
+
+    def stuck(request: mcp_sync.ElicitationRequest) -> mcp_sync.ElicitationResult:
+        entered.set()
+        release.wait(20)
+        return mcp_sync.ElicitationResult.accept()
+
+    session = connect_fake(*MODERN_INPUT, handlers=mcp_sync.Handlers(elicitation=stuck))
+    errors: list[BaseException] = []
+    returned = threading.Event()
+
+    def ask() -> None:
+        try:
+            session.call_tool("ask_input", timeout_ms=30_000)
+        except mcp_sync.McpError as exc:
+            errors.append(exc)
+        returned.set()
+
+    caller = threading.Thread(target=ask)
+    caller.start()
+    try:
+        assert entered.wait(10)
+        with timed(3.5):
+            session.close()
+            assert returned.wait(3)
+        assert [type(e) for e in errors] == [mcp_sync.ConnectionClosed]
+    finally:
+        release.set()
+        caller.join(5)
+    _wait_for_no_library_threads()
