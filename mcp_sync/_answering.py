@@ -77,7 +77,8 @@ class _Failure:
     source: Literal["refused", "handler", "raised", "closed"]
 
 
-_CLOSED = _Failure(INTERNAL_ERROR, "the session ended", "closed")
+CLOSED = "connection scope closed"  # as a session closed by its caller says
+_CLOSED = _Failure(INTERNAL_ERROR, CLOSED, "closed")
 
 
 class _Answer:
@@ -329,9 +330,7 @@ class ServerRequests:
         # the caller: the revision has no error answer to an input request.
         if failure.source == "closed":
             terminal = self._core.terminal  # set before the handlers are closed
-            if terminal is None:
-                terminal = ConnectionClosed(f"the session with server {server!r} ended")
-            raise terminal._copy()
+            raise terminal._copy() if terminal is not None else ConnectionClosed(CLOSED)
         if failure.source == "refused":
             raise ProtocolError(f"server {server!r} asked for {method!a} with unusable params: {failure.message}")
         if failure.source == "raised":

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ._catalog import CallToolResult, Tool, parse_call_result
 from ._era import COMPLETE, INPUT_REQUIRED, MAX_INPUT_REQUESTS, MAX_INPUT_ROUNDS, TASK, EraCore
 from ._errors import InputRequired, InvalidResponse, ProtocolError
+from ._limits import seconds
 from ._progress import ProgressCallback, open_route
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def call_tool(
         if meta:
             params["_meta"] = meta
         result = drive(
-            core, "tools/call", params, time.monotonic() + timeout_ms / 1000.0,
+            core, "tools/call", params, time.monotonic() + seconds(timeout_ms),
             # Built only for a timeout's message: most calls never need it.
             lambda: f"tool {name!a} on server {core.server!r} ({option}={timeout_ms})",
         )  # fmt: skip
