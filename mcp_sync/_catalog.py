@@ -168,7 +168,7 @@ def parse_call_result(result: object, tool: str, *, any_structured: bool = False
     if not isinstance(content, list):
         raise InvalidResponse(f"the result of tool {tool!a} has no content array")
     is_error = result.get("isError")
-    if is_error is None:  # absent, or null: both mean false
+    if is_error is None:  # absent, or null: both mean a success
         is_error = False
     elif not isinstance(is_error, bool):
         raise InvalidResponse(f"the result of tool {tool!a} has a non-boolean isError")

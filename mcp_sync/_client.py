@@ -239,4 +239,4 @@ def _negotiated(
 ) -> Session:
     """Start a transport, settle the era, fetch the catalog (see ._eras)."""
     done = negotiate(open_core, mode, pinned, http=http)
-    return Session(done.core, done.era, done.server_info)
+    return Session(done.core, done.server_info)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._limits import Limits
     from ._roots import RootsProvider
 
-__all__ = ["Core", "InboundHooks", "ModernHooks", "RootsHooks"]
+__all__ = ["Core", "EraHooks", "InboundHooks", "RootsHooks"]
 
 _C_contra = TypeVar("_C_contra", contravariant=True)
 
@@ -66,25 +66,16 @@ class InboundHooks(Protocol):
         """The server-request side: here, only its roots."""
 
 
-class ModernHooks(Protocol[_C_contra]):
-    """The modern era's request path (2026-07-28), where a feature must take
-    it instead of the handshake era's plain request. ``_C_contra`` is the core type
-    its methods take back."""
+class EraHooks(Protocol[_C_contra]):
+    """What a feature asks of the session's protocol era (the handshake era or
+    2026-07-28). ``_C_contra`` is the core type its methods take back."""
 
-    def request(
-        self,
-        core: _C_contra,
-        method: str,
-        params: Mapping[str, Any],
-        deadline: float,
-        describe: Callable[[], str],
-        *,
-        cancellable: bool = True,
-    ) -> Any:
-        """One request with the era's metadata, by ``deadline`` (monotonic)."""
+    def probe(self, core: _C_contra, deadline: float, budget: str) -> None:
+        """The era's cheapest proof of life (``ping``, or ``server/discover``)
+        by ``deadline`` (monotonic); ``budget`` names the option for a timeout."""
 
-    def use_log_level(self, level: str) -> None:
-        """Carry ``level`` on every later request (the era has no ``logging/setLevel``)."""
+    def set_log_level(self, core: _C_contra, level: str, timeout_ms: int | None) -> None:
+        """Ask for log messages of ``level`` and above, the era's way."""
 
 
 class Core(Protocol):
@@ -122,8 +113,8 @@ class Core(Protocol):
         """The list_changed flags, the refresh state and the roots."""
 
     @property
-    def modern(self) -> ModernHooks[Self] | None:
-        """The modern era's path, or ``None`` in the handshake era."""
+    def era(self) -> EraHooks[Self]:
+        """The protocol era the session speaks."""
 
     def require(self, capability: str, what: str) -> None:
         """Raise (nothing sent) unless the session is open and the server

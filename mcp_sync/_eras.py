@@ -18,7 +18,7 @@ means a handshake-era server. A server listing only versions this client does
 not speak fails ``connect`` with a ``protocol_error`` naming both sides.
 
 So that ``auto`` never connects fewer servers than the handshake alone
-(SPEC §10.1):
+would:
 
 - a probe that goes unanswered costs :data:`PROBE_TIMEOUT_MS`, not the whole
   handshake budget. A modern server that was only slow to start answers it
@@ -36,35 +36,30 @@ So that ``auto`` never connects fewer servers than the handshake alone
 
 A probe that a server answers with an error costs one round trip more than
 the handshake alone; that is the price of ``auto`` for a handshake-era server.
+
+This module only chooses and constructs: a :class:`~._legacy.LegacyEra` or a
+:class:`~._modern.ModernEra` opens the session and, once its opening result
+settles the era, makes itself the core's era (``_Core.adopt``).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ._catalog import ServerInfo, Tool
+from ._catalog import ServerInfo
 from ._errors import (
     AuthError,
     ConnectionClosed,
-    InvalidResponse,
     McpError,
     ProtocolError,
     RemoteError,
     Timeout,
 )
+from ._legacy import LegacyEra
 from ._limits import seconds
-from ._mcp_headers import Binding, InvalidHeaders, header_bindings
-from ._modern import (
-    META_SERVER_INFO,
-    ModernPath,
-    NoCommonVersion,
-    refused_versions,
-    versions_refused,
-)
+from ._modern import ModernEra, NoCommonVersion, refused_versions, versions_refused
 from ._versions import (
     DEFAULT_HANDSHAKE_VERSION,
     HANDSHAKE_PROTOCOL_VERSIONS,
@@ -74,7 +69,6 @@ from ._versions import (
     MODERN_PROTOCOL_VERSIONS,
     SUPPORTED_PROTOCOL_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
-    advertised_versions,
     newest_mutual,
 )
 
@@ -126,12 +120,11 @@ def check_protocol(protocol: object, protocol_version: object) -> tuple[str, str
 
 @dataclass(frozen=True)
 class Negotiated:
-    """What negotiation settled, and the catalog fetched in that era."""
+    """A session core whose era is settled and whose catalog is fetched
+    (``core.era`` says which era), and what the server disclosed about itself."""
 
     core: _Core
-    era: str
     server_info: ServerInfo
-    tools: tuple[Tool, ...]
 
 
 class _Dead(Exception):
@@ -158,18 +151,18 @@ def negotiate(
     try:
         if protocol == LEGACY:
             version = pinned or DEFAULT_HANDSHAKE_VERSION
-            return _finish(core, LEGACY, _handshake(core, version, pinned=pinned is not None))
+            return _finish(core, _handshake(core, version, pinned=pinned is not None))
         if protocol == MODERN:
             version = pinned or LATEST_MODERN_VERSION
-            return _finish(core, MODERN, _discover(core, version, pinned=pinned is not None, http=http))
+            return _finish(core, _discover(core, version, pinned=pinned is not None, http=http))
         try:
             return _auto(core, http=http)
         except _Fresh:
             # Whatever the server made of the probe, a fresh one sees only the
             # handshake, exactly as protocol="legacy" would have sent it.
-            _discard(core)
+            core.discard()
             core = open_core()
-            return _finish(core, LEGACY, _handshake(core, DEFAULT_HANDSHAKE_VERSION))
+            return _finish(core, _handshake(core, DEFAULT_HANDSHAKE_VERSION))
     except McpError as exc:
         core.terminate(exc, wait=True)
         raise
@@ -187,43 +180,27 @@ def _auto(core: _Core, *, http: bool) -> Negotiated:
     except _Dead:
         raise _Fresh from None
     if isinstance(outcome, ServerInfo):
-        return _finish(core, MODERN, outcome)
+        return _finish(core, outcome)
     try:
         info = _handshake(core, DEFAULT_HANDSHAKE_VERSION, auto=True)
     except RemoteError as exc:
         modern = _reprobe(core, exc, outcome.silent, http=http)
         if modern is not None:
-            return _finish(core, MODERN, modern)
+            return _finish(core, modern)
         # A -32022 here says the probe set this process to the modern era (a
         # server that picks its era at the first request it reads); a fresh
         # one has seen nothing. Any other refusal is the handshake's own.
         if http or exc.code != UNSUPPORTED_PROTOCOL_VERSION:
             raise
         raise _Fresh from None
-    return _finish(core, LEGACY, info)
+    return _finish(core, info)
 
 
-def _discard(core: _Core) -> None:
-    """Tear down a session that a fresh one replaces. Its stderr is not
-    reported: the fresh session's is what the caller gets."""
-    from ._session import CLOSED_BY_CALLER
-
-    core.diagnostics = None
-    core.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=True)
-
-
-def _finish(core: _Core, era: str, info: ServerInfo) -> Negotiated:
-    core.era = era
-    modern = core.modern
-    if modern is None or not modern.http:
-        tools = core.load_catalog()
-    else:
-        bindings: dict[str, tuple[Binding, ...]] = {}
-        tools = core.load_catalog(_header_check(core, bindings))
-        modern.tool_headers = MappingProxyType(bindings)
+def _finish(core: _Core, info: ServerInfo) -> Negotiated:
+    core.era.load_catalog(core)
     if core.terminal is not None:
         raise core.terminal._copy()
-    return Negotiated(core, era, info, tools)
+    return Negotiated(core, info)
 
 
 # ------------------------------------------------------------------ legacy
@@ -234,12 +211,20 @@ def _handshake(core: _Core, version: str, *, pinned: bool = False, auto: bool = 
     version both sides speak is answered once more at that version; one naming
     a modern version is left to ``auto`` to probe again."""
     try:
-        return core.initialize(version)
+        return _initialize(core, version)
     except RemoteError as exc:
         retry = _version_to_retry(core, exc, version, pinned=pinned, auto=auto)
         if retry is None:
             raise
-    return core.initialize(retry)
+    return _initialize(core, retry)
+
+
+def _initialize(core: _Core, version: str) -> ServerInfo:
+    """The handshake proposing ``version``; the era is settled when it passes its checks."""
+    from ._session import CLIENT_INFO
+
+    era = LegacyEra(version, client_info=CLIENT_INFO)
+    return era.adopt(core, era.open(core, seconds(core.limits.handshake_timeout_ms)), strict=True)
 
 
 def _version_to_retry(
@@ -266,10 +251,10 @@ def _version_to_retry(
 # ------------------------------------------------------------------ modern
 
 
-def _path(core: _Core, version: str, *, http: bool, pinned: bool = False) -> ModernPath:
+def _modern(core: _Core, version: str, *, http: bool, pinned: bool = False) -> ModernEra:
     from ._session import CLIENT_INFO
 
-    return ModernPath(
+    return ModernEra(
         core.server,
         version,
         http=http,
@@ -279,71 +264,19 @@ def _path(core: _Core, version: str, *, http: bool, pinned: bool = False) -> Mod
     )
 
 
-def _send_discover(core: _Core, path: ModernPath, timeout: float) -> Any:
-    budget = f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
-    return path.request(
-        core,
-        "server/discover",
-        {},
-        time.monotonic() + timeout,
-        lambda: f"server/discover with server {core.server!r} ({budget})",
-        cancellable=False,
-    )
-
-
 def _discover(core: _Core, version: str, *, pinned: bool, http: bool) -> ServerInfo:
     """``server/discover`` with no fallback (``protocol="modern"``)."""
-    path = _path(core, version, http=http, pinned=pinned)
+    era = _modern(core, version, http=http, pinned=pinned)
     try:
-        result = _send_discover(core, path, seconds(core.limits.handshake_timeout_ms))
+        result = era.open(core, seconds(core.limits.handshake_timeout_ms))
     except RemoteError as exc:
         raise ProtocolError(
             f"server {core.server!r} answered server/discover with JSON-RPC error "
             f"{exc.code}: it does not speak the modern era (2026-07-28); "
             'connect with protocol="auto" or "legacy"'
         ) from None
-    info = _adopt(core, path, result, strict=True)
+    info = era.adopt(core, result, strict=True)
     assert info is not None
-    return info
-
-
-def _adopt(core: _Core, path: ModernPath, result: Any, *, strict: bool) -> ServerInfo | None:
-    """Take a ``DiscoverResult``: the server is modern when it lists a version
-    both sides speak. ``None`` when it is no such evidence (``strict``: an
-    error instead); versions with nothing in common are always an error."""
-    from ._session import check_capabilities, server_info
-
-    where = f"server {core.server!r}"
-    theirs = (
-        advertised_versions(result.get("supportedVersions")) if isinstance(result, dict) else None
-    )
-    if theirs is None:
-        if strict:
-            raise InvalidResponse(f"{where} answered server/discover without supportedVersions")
-        return None
-    if path.pinned:
-        if path.version not in theirs:
-            raise versions_refused(core.server, theirs, (path.version,))
-        mutual: str | None = path.version
-    else:
-        mutual = newest_mutual(theirs, MODERN_PROTOCOL_VERSIONS)
-    if mutual is None:
-        if not strict and newest_mutual(theirs, HANDSHAKE_PROTOCOL_VERSIONS) is not None:
-            return None  # it lists only handshake-era versions: a legacy advertisement
-        ours = MODERN_PROTOCOL_VERSIONS if strict else SUPPORTED_PROTOCOL_VERSIONS
-        raise versions_refused(core.server, theirs, ours)
-    assert isinstance(result, dict)
-    check_capabilities(result.get("capabilities"), where, "server/discover")
-    from ._catalog import freeze
-
-    core.server_capabilities = freeze(result["capabilities"])
-    meta = result.get("_meta")
-    stamp = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
-    info = server_info(stamp if isinstance(stamp, dict) else result.get("serverInfo"))
-    if mutual != path.version:
-        path = _path(core, mutual, http=path.http)
-    core.modern = path
-    core.protocol_version = path.version
     return info
 
 
@@ -356,9 +289,9 @@ def _probe(core: _Core, *, http: bool, version: str = LATEST_MODERN_VERSION,
     if timeout_ms is None:
         timeout_ms = PROBE_TIMEOUT_MS if not http else HTTP_PROBE_TIMEOUT_MS
     timeout = seconds(min(core.limits.handshake_timeout_ms, timeout_ms))
-    path = _path(core, version, http=http)
+    era = _modern(core, version, http=http)
     try:
-        result = _send_discover(core, path, timeout)
+        result = era.open(core, timeout)
     except Timeout:
         return _Fallback(silent=True)
     except NoCommonVersion as exc:
@@ -375,7 +308,7 @@ def _probe(core: _Core, *, http: bool, version: str = LATEST_MODERN_VERSION,
         # -32022 without a usable list, or twice; a result type this client
         # does not know: no positive evidence.
         return _Fallback(silent=False)
-    info = _adopt(core, path, result, strict=False)
+    info = era.adopt(core, result, strict=False)
     return info if info is not None else _Fallback(silent=False)
 
 
@@ -412,26 +345,3 @@ def _reprobe(core: _Core, refusal: RemoteError, silent: bool, *, http: bool) -> 
     except _Dead:
         return None
     return outcome if isinstance(outcome, ServerInfo) else None
-
-
-# ------------------------------------------------------------------ headers
-
-
-def _header_check(
-    core: _Core, bindings: dict[str, tuple[Binding, ...]]
-) -> Callable[[Tool], bool]:
-    """Over HTTP in the modern era, a tool whose ``x-mcp-header`` declarations
-    break the rules is left out of the catalog, with a ``tool-rejected``
-    diagnostic; the others' declarations are kept in ``bindings``."""
-
-    def keep(tool: Tool) -> bool:
-        try:
-            found = header_bindings(tool.input_schema)
-        except InvalidHeaders as exc:
-            core.emit("tool-rejected", {"tool": tool.name, "reason": str(exc)})
-            return False
-        if found:
-            bindings[tool.name] = found
-        return True
-
-    return keep

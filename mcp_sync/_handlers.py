@@ -5,40 +5,31 @@ A server may ask its client for things: to elicit input from the user
 (``sampling/createMessage``), for the filesystem roots it may use
 (``roots/list``), or just whether it is alive (``ping``). Each is served only
 when the caller gave what serves it, and declared as a client capability only
-then (a capability is declared only when something serves it); any other method is answered ``-32601`` "Method not
+then; any other method is answered ``-32601`` "Method not
 found", as before.
 
-:class:`ServerRequests` is the one place that decides how a method is
-answered. The thread reading the server's output never runs a handler: it
-hands the request to a small bounded pool of library threads
-(``Handlers.max_concurrency``), so a handler waiting on a human does not hold
-up anybody's reply. A handler that raises, returns something unusable or
-outlives ``Handlers.timeout_ms`` becomes an error reply; the reader never
-sees it. In the 2026-07-28 era the same handlers answer the questions of an
-``input_required`` result (:meth:`ServerRequests.answer_input_request`).
+This module holds the public types, the ``Handlers`` options and what turns
+a request into a handler's argument and its answer into a result. Where and
+how a handler runs (the bounded pool, the timeout, the failure rules, in both
+eras) is :mod:`._answering`.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ._catalog import freeze, thaw
-from ._errors import InputRequired, InvalidOption, McpError, ProtocolError, Timeout
-from ._jsonrpc import encode
-from ._limits import check_limit, reply_not_queued, seconds
+from ._errors import InvalidOption, ProtocolError
+from ._limits import check_limit, seconds
 from ._roots import Root, RootsProvider, has_control_chars, normalize_roots
-from ._workers import Workers
 
 if TYPE_CHECKING:
     from ._core_api import Core
-    from ._session import _Core
 
 __all__ = [
     "ElicitationRequest",
@@ -48,7 +39,6 @@ __all__ = [
     "Root",
     "SamplingRequest",
     "SamplingResult",
-    "ServerRequests",
     "roots_changed",
     "set_roots",
 ]
@@ -62,9 +52,7 @@ MAX_URL_CHARS = 8192
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-REQUEST_TIMEOUT = -32001  # what the official SDKs use for a request that timed out
 
-_log = logging.getLogger("mcp_sync.handlers")
 
 
 # --------------------------------------------------------------------- public types
@@ -238,267 +226,6 @@ class _Refused(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-class _InFlight:
-    """A server request being answered: whoever pops it from the table
-    (the handler's thread, the timer, a cancellation) decides the reply."""
-
-    __slots__ = ("cancelled", "timer")
-
-    def __init__(self) -> None:
-        self.cancelled = threading.Event()
-        self.timer: threading.Timer | None = None
-
-
-class ServerRequests:
-    """Answers one session's server requests."""
-
-    def __init__(self, core: _Core, handlers: Handlers | None) -> None:
-        self._core = core
-        self._handlers = handlers if handlers is not None else Handlers()
-        limits = core.limits
-        self._name = f"mcp_sync-{core.server}"
-        self._timeout = seconds(
-            self._handlers.timeout_ms if self._handlers.timeout_ms is not None else limits.request_timeout_ms
-        )
-        backlog = max(64, limits.queue_capacity)
-        self._pool = Workers(
-            f"{self._name}-handler", max_workers=self._handlers.max_concurrency, backlog=backlog
-        )
-        # Guards _inflight and _roots.
-        self._lock = threading.Lock()
-        self._inflight: dict[int | str, _InFlight] = {}
-        roots = self._handlers.roots
-        self._roots: RootsProvider | None = roots
-
-    # ------------------------------------------------------- reader side
-
-    def receive(self, request_id: int | str, method: str, params: object) -> None:
-        """A server request, from the thread reading the server's output:
-        answered at once when that costs nothing, else handed to the pool."""
-        if method == "ping":
-            self._reply_soon(request_id, result={})
-            return
-        if not self._serves(method):
-            self._reply_soon(request_id, error=(METHOD_NOT_FOUND, "Method not found"))
-            return
-        entry = _InFlight()
-        with self._lock:
-            if request_id in self._inflight:
-                duplicate = True
-            else:
-                duplicate = False
-                self._inflight[request_id] = entry
-        if duplicate:
-            self._reply_soon(request_id, error=(INVALID_PARAMS, "a request with this id is already in progress"))
-            return
-        if not self._pool.submit(lambda: self._run(request_id, method, params, entry)):
-            with self._lock:
-                self._inflight.pop(request_id, None)
-            self._overwhelmed()
-
-    def cancelled(self, params: object) -> None:
-        """``notifications/cancelled`` for one of the server's requests: its
-        answer is dropped and its handler told (``request.cancelled``)."""
-        if not isinstance(params, Mapping):
-            return
-        request_id = params.get("requestId")
-        if type(request_id) not in (int, str):
-            return
-        with self._lock:
-            entry = self._inflight.pop(request_id, None)  # type: ignore[arg-type]
-        if entry is not None:
-            entry.cancelled.set()
-            if entry.timer is not None:
-                entry.timer.cancel()
-
-    def _serves(self, method: str) -> bool:
-        handlers = self._handlers
-        if method == "elicitation/create":
-            return handlers.elicitation is not None or handlers.url_elicitation is not None
-        if method == "sampling/createMessage":
-            return handlers.sampling is not None
-        if method == "roots/list":
-            return self._roots is not None
-        return False
-
-    # ------------------------------------------------------- pool side
-
-    def _run(self, request_id: int | str, method: str, params: object, entry: _InFlight) -> None:
-        timer = threading.Timer(self._timeout, self._timed_out, args=(request_id,))
-        timer.name = f"{self._name}-handler-timer"
-        timer.daemon = True
-        entry.timer = timer
-        try:
-            timer.start()
-        except RuntimeError:
-            entry.timer = None
-        result: Any = None
-        error: tuple[int, str] | None = None
-        try:
-            result = self.answer(method, params, entry.cancelled)
-        except _Refused as refused:
-            error = (refused.code, refused.message)
-        except HandlerError as failure:
-            code = failure.code if type(failure.code) is int else INTERNAL_ERROR
-            error = (code, str(failure.message))
-        except Exception:
-            _log.exception(
-                "the %s handler of server %r raised", method, self._core.server,
-                extra={"mcp_event": "handler_failed", "mcp_server": self._core.server, "mcp_method": method},
-            )  # fmt: skip
-            error = (INTERNAL_ERROR, "the client's handler failed")
-        finally:
-            timer.cancel()
-        with self._lock:
-            mine = self._inflight.pop(request_id, None) is entry
-        if mine:
-            self._send(_reply(request_id, result=result, error=error))
-
-    def _timed_out(self, request_id: int | str) -> None:
-        with self._lock:
-            entry = self._inflight.pop(request_id, None)
-        if entry is None:
-            return
-        entry.cancelled.set()
-        _log.warning(
-            "a handler of server %r did not answer within %.0f ms", self._core.server, self._timeout * 1000,
-            extra={"mcp_event": "handler_timeout", "mcp_server": self._core.server},
-        )  # fmt: skip
-        self._send(_reply(request_id, error=(REQUEST_TIMEOUT, "the client's handler did not answer in time")))
-
-    def answer(self, method: str, params: object, cancelled: threading.Event) -> dict[str, Any]:
-        """The result for one server request (``_Refused`` for an error reply).
-        Runs a handler: never called on the reading thread."""
-        if params is None:
-            params = {}
-        if not isinstance(params, Mapping):
-            raise _Refused(INVALID_PARAMS, "params must be an object")
-        server = self._core.server
-        handlers = self._handlers
-        if method == "elicitation/create":
-            request = parse_elicitation(server, params, cancelled)
-            handler = handlers.elicitation if request.mode == "form" else handlers.url_elicitation
-            if handler is None:
-                raise _Refused(INVALID_PARAMS, f"this client does not support {request.mode} mode elicitation")
-            return elicitation_reply(request, handler(request))
-        if method == "sampling/createMessage":
-            assert handlers.sampling is not None
-            sampling = parse_sampling(server, params, cancelled)
-            return sampling_reply(handlers.sampling(sampling))
-        if method == "roots/list":
-            return {"roots": [root.to_dict() for root in self._current_roots()]}
-        raise _Refused(METHOD_NOT_FOUND, "Method not found")
-
-    def answer_input_request(self, method: str, params: object, deadline: float) -> dict[str, Any]:
-        """Answer one question of an ``input_required`` result (2026-07-28),
-        on the calling thread. Raises :class:`McpError` when there is no
-        handler for it, or the handler failed."""
-        server = self._core.server
-        if not self._serves(method):
-            # The modern era's retry loop names every request it could not
-            # answer (see _modern.py).
-            raise InputRequired(f"no handler answers {method[:64]!a}", (method,))
-        if deadline <= time.monotonic():
-            raise Timeout(f"server {server!r} asked for {method!a} after the caller's deadline")
-        try:
-            return self.answer(method, params, threading.Event())
-        except _Refused as refused:
-            raise ProtocolError(
-                f"server {server!r} asked for {method!a} with unusable params: {refused.message}"
-            ) from None
-        except HandlerError as failure:
-            raise ProtocolError(f"the {method} handler refused the request of server {server!r}") from failure
-
-    # ------------------------------------------------------- roots
-
-    def _current_roots(self) -> tuple[Root, ...]:
-        with self._lock:
-            provider = self._roots
-        if callable(provider):
-            try:
-                return normalize_roots(provider())
-            except ProtocolError as exc:
-                raise HandlerError(f"the client's roots are unusable: {exc.message}") from None
-        return provider if isinstance(provider, tuple) else ()
-
-    @property
-    def roots_provider(self) -> RootsProvider | None:
-        with self._lock:
-            return self._roots
-
-    def set_roots(self, roots: RootsProvider) -> None:
-        if self._roots is None:
-            raise ProtocolError("set_roots needs a session connected with Handlers(roots=...)")
-        value: RootsProvider = roots if callable(roots) else normalize_roots(roots)
-        with self._lock:
-            self._roots = value
-
-    # ------------------------------------------------------- replies
-
-    def _reply_soon(
-        self, request_id: int | str, *, result: Any = None, error: tuple[int, str] | None = None
-    ) -> None:
-        """Answer at once, from the thread that read the request (a ping, a
-        refusal): the transport's ``reply`` never makes a reading caller wait
-        for room in the outbound queue: a caller's deadline bounds what it does
-        for others."""
-        self._send(_reply(request_id, result=result, error=error))
-
-    def _send(self, message: dict[str, Any]) -> None:
-        """Send one reply through the transport's ``reply``, the one way every
-        answer to a server request leaves; the session ends if it cannot be
-        queued within ``request_timeout_ms``."""
-        core = self._core
-        transport = core.transport
-        if core.terminal is not None or transport is None:
-            return  # nothing is sent once the session is over
-        limits = core.limits
-        try:
-            frame = encode(message, limits.max_outbound_frame_bytes)
-        except ProtocolError:  # an answer too large (or unencodable) to send
-            frame = encode(
-                _error_message(message["id"], INTERNAL_ERROR, "the client's answer could not be sent"),
-                limits.max_outbound_frame_bytes,
-            )
-        try:
-            queued = transport.reply(frame)
-        except McpError:
-            return  # the transport already ended the session if it had to
-        if not queued:
-            core.terminate(reply_not_queued(limits))
-
-    def _overwhelmed(self) -> None:
-        limits = self._core.limits
-        self._core.terminate(
-            ProtocolError(
-                "server requests arrive faster than they can be answered "
-                f"(queue_capacity={limits.queue_capacity})"
-            )
-        )
-
-    def close(self, deadline: float) -> None:
-        """Drop what is in flight (no reply is sent after the end) and wait
-        for the threads until ``deadline`` at most."""
-        with self._lock:
-            entries = list(self._inflight.values())
-            self._inflight.clear()
-        for entry in entries:
-            entry.cancelled.set()
-            if entry.timer is not None:
-                entry.timer.cancel()
-        self._pool.close(max(0.0, deadline - time.monotonic()))
-
-
-def _error_message(request_id: int | str, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-
-
-def _reply(request_id: int | str, *, result: Any = None, error: tuple[int, str] | None = None) -> dict[str, Any]:
-    if error is not None:
-        return _error_message(request_id, *error)
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
 # --------------------------------------------------------------------- elicitation
@@ -712,8 +439,6 @@ def sampling_reply(answer: object) -> dict[str, Any]:
         raise TypeError("a sampling result needs a role, a model and content")
     return out
 
-
-# --------------------------------------------------------------------- the session's roots methods
 
 
 def set_roots(core: Core, roots: RootsProvider) -> None:

@@ -25,24 +25,4 @@ def probe(core: Core, timeout_ms: int | None) -> None:
     terminal = core.terminal
     if terminal is not None:
         raise terminal._copy()
-    # A session of the modern era sends every request through its era's path
-    # (``core.modern``, set by era negotiation); a handshake-era session has none.
-    modern = core.modern
-    if modern is not None:
-        modern.request(
-            core,
-            "server/discover",
-            {},
-            time.monotonic() + seconds(budget),
-            lambda: f"server/discover of server {core.server!r} ({option}={budget})",
-            cancellable=False,
-        )
-        return
-    core.request(
-        "ping",
-        {},
-        seconds(budget),
-        lambda: f"ping of server {core.server!r} ({option}={budget})",
-        # A probe has no effect on the server: nothing to cancel.
-        cancellable=False,
-    )
+    core.era.probe(core, time.monotonic() + seconds(budget), f"{option}={budget}")

@@ -62,6 +62,8 @@ from ._watchdog import DeadlineWatch
 if TYPE_CHECKING:
     import httpx
 
+    from ._era import Era
+
 __all__ = ["HttpTransport", "SseParser", "check_http_options"]
 
 MAX_WORKERS = 32
@@ -342,7 +344,7 @@ class _Sink(Protocol):
     @property
     def protocol_version(self) -> str | None: ...
     @property
-    def era(self) -> str | None: ...
+    def era(self) -> Era: ...
     @property
     def terminal(self) -> McpError | None: ...
     @property
@@ -472,7 +474,7 @@ class HttpTransport:
             return True  # the session is over; its waiters already failed
         deadline = time.monotonic() + timeout
         if request_id is None:
-            if self._sink.era == MODERN:
+            if self._sink.era.name == MODERN:
                 return True  # the revision has no client replies over HTTP
             # Notifications from a caller (notifications/initialized) go out
             # before send returns, so they reach the server before whatever the
@@ -492,7 +494,7 @@ class HttpTransport:
     def send_nowait(self, frame: bytes) -> bool:
         if self._stopping.is_set():
             return True
-        if self._sink.era == MODERN:
+        if self._sink.era.name == MODERN:
             # The only frame the session sends this way is notifications/cancelled;
             # in 2026-07-28 closing the request's reply stream cancels it instead.
             self._close_stream(frame)
@@ -1331,7 +1333,7 @@ class HttpTransport:
             session_id = self._session_id
         finally:
             self._session_lock.release()
-        if session_id is None or self._skip_delete or self._sink.era == MODERN:
+        if session_id is None or self._skip_delete or self._sink.era.name == MODERN:
             return  # (a modern session has no protocol session to end)
         headers = {"Accept-Encoding": "identity", "Mcp-Session-Id": session_id}
         if self._extra_headers is not None:

@@ -14,8 +14,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from ._answering import ServerRequests
 from ._errors import McpError
-from ._handlers import ServerRequests
 from ._progress import ProgressRoutes
 from ._serverlog import ServerLog
 from ._workers import Workers

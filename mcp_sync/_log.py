@@ -124,7 +124,7 @@ def connected(session: _Connected, transport: str, started: float) -> None:
     """``connect()`` finished: the handshake time, the version, the catalog size."""
     elapsed = _ms(started)
     server, version, tools = session.server, session.protocol_version, len(session.tools)
-    era = session.era or "legacy"
+    era = session.era
     _emit(
         SESSION, logging.INFO, "connect", server,
         "connected to server %r over %s in %.1f ms: protocol %s, %d tools",

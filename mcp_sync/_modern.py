@@ -12,8 +12,10 @@ the server's ``requestState`` echoed unchanged; anything else is refused. A
 request refused with ``-32022`` (unsupported version) is sent once more at a
 version both sides list.
 
-One :class:`ModernPath` per session, made when negotiation settles on the
-modern era (:mod:`._eras`); the session core routes its requests through it.
+:class:`ModernEra` is this era's implementation of the era contract
+(:mod:`._era`): negotiation (:mod:`._eras`) constructs one for its probe and
+the session core holds it once the server's ``DiscoverResult`` settled the
+era; the call plan (:mod:`._plan`) drives the ``input_required`` rounds.
 """
 
 from __future__ import annotations
@@ -23,10 +25,26 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._errors import InputRequired, InvalidResponse, McpError, ProtocolError, RemoteError
-from ._mcp_headers import Binding, param_headers, standard_headers
+from ._catalog import ServerInfo, Tool
+from ._era import (
+    COMPLETE,
+    INPUT_REQUIRED,
+    MAX_INPUT_REQUESTS,
+    MAX_INPUT_ROUNDS,
+    TASK,
+    TASKS_EXTENSION,
+    EraCore,
+    check_capabilities,
+    server_info,
+)
+from ._errors import InvalidResponse, McpError, ProtocolError, RemoteError
+from ._mcp_headers import Binding, InvalidHeaders, header_bindings, param_headers, standard_headers
+from ._tasks import cancel_in_background, check_task_option, follow_modern_task, offers_task_extension
 from ._versions import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    MODERN,
     MODERN_PROTOCOL_VERSIONS,
+    SUPPORTED_PROTOCOL_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
     advertised_versions,
     describe_versions,
@@ -34,17 +52,19 @@ from ._versions import (
 )
 
 if TYPE_CHECKING:
-    from ._session import Watch, _Core
+    from ._progress import ProgressRoute
+    from ._session import Watch
 
 __all__ = [
     "MAX_INPUT_REQUESTS",
     "MAX_INPUT_ROUNDS",
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
+    "META_LOG_LEVEL",
     "META_PROTOCOL_VERSION",
     "META_SERVER_INFO",
     "TASKS_EXTENSION",
-    "ModernPath",
+    "ModernEra",
     "NoCommonVersion",
     "refused_versions",
     "versions_refused",
@@ -55,22 +75,10 @@ META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-"""The tasks extension of 2026-07-28 (SEP-2663), declared per request."""
-
-MAX_INPUT_ROUNDS = 10
-"""``input_required`` answers one request may get in a row before the call
-fails: a server that keeps asking cannot hold a caller forever."""
-MAX_INPUT_REQUESTS = 16
-"""Input requests one ``input_required`` result may carry."""
 
 # Methods a server may answer with input_required (2026-07-28, "Multi Round-Trip
 # Requests"); for any other, that result type is refused.
 _INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-_COMPLETE = "complete"
-_INPUT_REQUIRED = "input_required"
-_TASK = "task"  # the tasks extension's result type: a task handle instead of the result
-_KNOWN_INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
 
 
 class NoCommonVersion(ProtocolError):
@@ -100,14 +108,15 @@ def refused_versions(exc: RemoteError) -> tuple[str, ...] | None:
     return advertised_versions(data.get("supported") if isinstance(data, dict) else None)
 
 
-def _remaining(deadline: float) -> float:
-    return max(0.0, deadline - time.monotonic())
+class ModernEra:
+    """The modern era for one session: the ``_meta`` every request carries,
+    the version it speaks (changed at most once, by a ``-32022``), and over
+    HTTP the per-request MCP headers."""
 
+    __slots__ = ("_meta", "_tasks_meta", "_version", "http", "pinned", "server", "tool_headers")
 
-class ModernPath:
-    """How one session sends requests in the modern era."""
-
-    __slots__ = ("_meta", "_tasks_meta", "http", "pinned", "server", "tool_headers", "version")
+    name = MODERN
+    any_structured = True  # since 2026-07-28 structured content may be any JSON value
 
     def __init__(
         self,
@@ -129,21 +138,91 @@ class ModernPath:
             META_CLIENT_CAPABILITIES: dict(capabilities),
             META_CLIENT_INFO: dict(client_info),
         }
-        self.version = version
+        self._version = version
         # _meta with the tasks extension declared too, and the _meta it was made from.
         self._tasks_meta: tuple[dict[str, Any], dict[str, Any]] | None = None
 
-    def use_log_level(self, level: str) -> None:
-        """From now on every request asks for log messages of ``level`` and
-        above (``io.modelcontextprotocol/logLevel``; the era has no
-        ``logging/setLevel``). A new dict, as in :meth:`_use`."""
-        self._meta = {**self._meta, META_LOG_LEVEL: level}
+    @property
+    def version(self) -> str:
+        return self._version
 
     def _use(self, version: str) -> None:
         # A new dict rather than a change in place: a frame being encoded in
         # another thread keeps the one it took.
         self._meta = {**self._meta, META_PROTOCOL_VERSION: version}
-        self.version = version
+        self._version = version
+
+    # ------------------------------------------------------------ opening
+
+    def open(self, core: EraCore, timeout: float) -> Any:
+        """``server/discover``, as the opening request or as ``auto``'s probe."""
+        budget = f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
+        return self.request(
+            core,
+            "server/discover",
+            {},
+            time.monotonic() + timeout,
+            lambda: f"server/discover with server {core.server!r} ({budget})",
+            cancellable=False,
+        )
+
+    def adopt(self, core: EraCore, result: Any, *, strict: bool) -> ServerInfo | None:
+        """Take a ``DiscoverResult``: the server is modern when it lists a version
+        both sides speak. ``None`` when it is no such evidence (``strict``: an
+        error instead); versions with nothing in common are always an error."""
+        where = f"server {core.server!r}"
+        theirs = advertised_versions(result.get("supportedVersions")) if isinstance(result, dict) else None
+        if theirs is None:
+            if strict:
+                raise InvalidResponse(f"{where} answered server/discover without supportedVersions")
+            return None
+        if self.pinned:
+            if self._version not in theirs:
+                raise versions_refused(core.server, theirs, (self._version,))
+            mutual: str | None = self._version
+        else:
+            mutual = newest_mutual(theirs, MODERN_PROTOCOL_VERSIONS)
+        if mutual is None:
+            if not strict and newest_mutual(theirs, HANDSHAKE_PROTOCOL_VERSIONS) is not None:
+                return None  # it lists only handshake-era versions: a legacy advertisement
+            ours = MODERN_PROTOCOL_VERSIONS if strict else SUPPORTED_PROTOCOL_VERSIONS
+            raise versions_refused(core.server, theirs, ours)
+        assert isinstance(result, dict)
+        check_capabilities(result.get("capabilities"), where, "server/discover")
+        meta = result.get("_meta")
+        stamp = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
+        info = server_info(stamp if isinstance(stamp, dict) else result.get("serverInfo"))
+        if mutual != self._version:
+            self._use(mutual)
+        core.adopt(self, result["capabilities"])
+        self.listen(core)
+        return info
+
+    def listen(self, core: EraCore) -> None:
+        """Nothing to open: the revision has no server requests, and what a
+        request's progress and logs need comes on its own reply stream."""
+
+    def load_catalog(self, core: EraCore) -> tuple[Tool, ...]:
+        """Over HTTP a tool whose ``x-mcp-header`` declarations break the
+        rules is left out of the catalog, with a ``tool-rejected``
+        diagnostic; the others' declarations are kept for the headers."""
+        if not self.http:
+            return core.load_catalog()
+        bindings: dict[str, tuple[Binding, ...]] = {}
+
+        def keep(tool: Tool) -> bool:
+            try:
+                found = header_bindings(tool.input_schema)
+            except InvalidHeaders as exc:
+                core.emit("tool-rejected", {"tool": tool.name, "reason": str(exc)})
+                return False
+            if found:
+                bindings[tool.name] = found
+            return True
+
+        tools = core.load_catalog(keep)
+        self.tool_headers = MappingProxyType(bindings)
+        return tools
 
     # ------------------------------------------------------------ one request
 
@@ -151,7 +230,7 @@ class ModernPath:
         """The MCP headers of one POST, or ``None`` off HTTP."""
         if not self.http:
             return None
-        headers = standard_headers(self.version, method, params)
+        headers = standard_headers(self._version, method, params)
         if method == "tools/call":
             bindings = self.tool_headers.get(params.get("name"))  # type: ignore[arg-type]
             arguments = params.get("arguments")
@@ -178,7 +257,7 @@ class ModernPath:
 
     def request(
         self,
-        core: _Core,
+        core: EraCore,
         method: str,
         params: Mapping[str, Any],
         deadline: float,
@@ -190,9 +269,6 @@ class ModernPath:
     ) -> Any:
         """Send one request with ``_meta`` (and headers) and return its result,
         sent once more at a mutual version if the server answers ``-32022``.
-        With a ``watch`` its progress is followed as it comes, until the
-        watch's (movable) deadline rather than ``deadline``; with ``tasks``
-        the request declares the tasks extension.
 
         The result's ``resultType`` has been checked: ``input_required`` comes
         back only for the methods that may carry it, ``task`` only where the
@@ -200,12 +276,12 @@ class ModernPath:
         """
         retried = False
         while True:
-            sent = self.version
+            sent = self._version
             # The headers first: they may refuse an argument, before any I/O.
             headers = self.headers(method, params)
             extra = params.get("_meta")
             # The caller's own _meta keys (a traceparent, a progress token)
-            # go along; the protocol's are this path's.
+            # go along; the protocol's are this era's.
             protocol = self._protocol_meta(tasks)
             meta = protocol if extra is None else {**extra, **protocol}
             full = {**params, "_meta": meta}
@@ -213,7 +289,7 @@ class ModernPath:
                 result = core.request(
                     method,
                     full,
-                    _remaining(deadline if watch is None else watch.deadline),
+                    max(0.0, (deadline if watch is None else watch.deadline) - time.monotonic()),
                     describe,
                     cancellable=cancellable,
                     headers=headers,
@@ -226,25 +302,8 @@ class ModernPath:
                 self._use(retry)
                 retried = True
                 continue
-            self.result_type(result, method, tasks=tasks)
+            self.result_kind(result, method, tasks=tasks)
             return result
-
-    def ask(
-        self,
-        core: _Core,
-        method: str,
-        params: Mapping[str, Any],
-        deadline: float,
-        describe: Callable[[], str],
-        *,
-        watch: Watch | None = None,
-    ) -> Any:
-        """One request and its final result: where the method may be answered
-        with ``input_required`` (``prompts/get``, ``resources/read``, ...)
-        through :meth:`retrying`, else as it comes."""
-        if method in _INPUT_METHODS:
-            return self.retrying(core, method, params, deadline, describe, watch=watch)
-        return self.request(core, method, params, deadline, describe, watch=watch)
 
     def _version_after_refusal(self, exc: RemoteError, sent: str, retried: bool) -> str:
         supported = refused_versions(exc)
@@ -265,155 +324,71 @@ class ModernPath:
             ) from None
         return mutual
 
-    def result_type(self, result: object, method: str, *, tasks: bool = False) -> str:
+    def result_kind(self, result: object, method: str, *, tasks: bool = False) -> str:
         """``"complete"``, ``"input_required"`` or (when the request declared
         the tasks extension) ``"task"``; anything else is refused."""
         if not isinstance(result, dict):
-            return _COMPLETE  # the caller's own shape check says what is wrong
-        kind = result.get("resultType", _COMPLETE)
-        if kind is None or kind == _COMPLETE:
-            return _COMPLETE
-        if kind == _TASK:
+            return COMPLETE  # the caller's own shape check says what is wrong
+        kind = result.get("resultType", COMPLETE)
+        if kind is None or kind == COMPLETE:
+            return COMPLETE
+        if kind == TASK:
             if tasks and method == "tools/call":
-                return _TASK
+                return TASK
             raise InvalidResponse(
                 f'server {self.server!r} answered {method} with a task (resultType "task"), '
                 "which this client did not ask for"
             )
-        if kind == _INPUT_REQUIRED:
+        if kind == INPUT_REQUIRED:
             if method in _INPUT_METHODS:
-                return _INPUT_REQUIRED
+                return INPUT_REQUIRED
             raise InvalidResponse(
                 f"server {self.server!r} answered {method} with resultType "
                 '"input_required", which only tools/call, prompts/get and '
                 "resources/read may carry"
             )
         raise InvalidResponse(
-            f"server {self.server!r} answered {method} with a resultType this client "
-            "does not know"
+            f"server {self.server!r} answered {method} with a resultType this client does not know"
         )
 
-    # ------------------------------------------------------------ input_required
+    def server_request(self, core: EraCore, request_id: int | str, method: str, params: object) -> None:
+        """Dropped: the revision has no server requests, and no replies from clients."""
 
-    def subject(self, method: str, params: Mapping[str, Any]) -> str:
-        """What a request is about, for messages: the tool, prompt or resource."""
-        if method == "resources/read":
-            return f"resource {str(params.get('uri'))[:200]!a} on server {self.server!r}"
-        kind = "prompt" if method == "prompts/get" else "tool"
-        return f"{kind} {params.get('name')!a} on server {self.server!r}"
+    def probe(self, core: EraCore, deadline: float, budget: str) -> None:
+        """``server/discover``: the revision has no ``ping``, and every server
+        of it must answer this one, which changes nothing on the server."""
+        self.request(
+            core,
+            "server/discover",
+            {},
+            deadline,
+            lambda: f"server/discover of server {core.server!r} ({budget})",
+            cancellable=False,
+        )
 
-    def retrying(
-        self,
-        core: _Core,
-        method: str,
-        params: Mapping[str, Any],
-        deadline: float,
-        describe: Callable[[], str],
-        *,
-        watch: Watch | None = None,
-        tasks: bool = False,
+    def set_log_level(self, core: EraCore, level: str, timeout_ms: int | None) -> None:
+        """No ``logging/setLevel``: from now on every request asks for log
+        messages of ``level`` and above (``io.modelcontextprotocol/logLevel``).
+        A new dict, as in :meth:`_use`."""
+        self._meta = {**self._meta, META_LOG_LEVEL: level}
+
+    # ------------------------------------------------------------ tasks
+
+    def use_task(self, core: EraCore, tool: Tool, task: bool | None) -> bool:
+        """Whether the call declares the tasks extension (the server then
+        decides): always when the server advertises it, unless ``task=False``."""
+        takes = offers_task_extension(core.server_capabilities)
+        if task is None:
+            return takes
+        return check_task_option(core, tool, task, takes)
+
+    def task_params(self, params: dict[str, Any], route: ProgressRoute) -> dict[str, Any]:
+        return params  # the extension is declared in _meta, request by request
+
+    def follow_task(
+        self, core: EraCore, name: str, created: dict[str, Any], route: ProgressRoute, describe: Callable[[], str]
     ) -> Any:
-        """``method`` with ``params``, answering ``input_required`` results
-        until the server gives a final one (or, with ``tasks``, a task
-        handle), all within ``deadline`` (the watch's, if there is one). The
-        same loop for every method that may carry ``input_required``."""
-        where = self.subject(method, params)
-        sent: Mapping[str, Any] = params
-        for round_ in range(MAX_INPUT_ROUNDS + 1):
-            if round_ and watch is not None:
-                watch.retry()
-            result = self.request(core, method, sent, deadline, describe, watch=watch, tasks=tasks)
-            if self.result_type(result, method, tasks=tasks) != _INPUT_REQUIRED:
-                return result
-            # Each retry is the original request plus this round's answers and
-            # state: nothing of an earlier round is carried over.
-            retry = dict(params)
-            requests, state = self.input_requests(result, where)
-            if requests is not None:
-                retry["inputResponses"] = self.answer(
-                    core, requests, where, deadline if watch is None else watch.deadline
-                )
-            if state is not None:
-                retry["requestState"] = state
-            sent = retry
-        raise ProtocolError(f"{where} asked for input more than {MAX_INPUT_ROUNDS} times in a row")
+        return follow_modern_task(core, self, name, created, route, describe)
 
-    def call_tool(
-        self,
-        core: _Core,
-        name: str,
-        arguments: Mapping[str, Any],
-        deadline: float,
-        describe: Callable[[], str],
-        *,
-        meta: Mapping[str, Any] | None = None,
-        watch: Watch | None = None,
-        tasks: bool = False,
-    ) -> Any:
-        """``tools/call`` through :meth:`retrying`. ``meta``: the caller's own
-        ``_meta`` keys, sent with every round."""
-        params: dict[str, Any] = {"name": name, "arguments": arguments}
-        if meta is not None:
-            params["_meta"] = meta
-        return self.retrying(core, "tools/call", params, deadline, describe, watch=watch, tasks=tasks)
-
-    def input_requests(
-        self, result: Mapping[str, Any], where: str, *, state: bool = True
-    ) -> tuple[dict[str, dict[str, Any]] | None, str | None]:
-        """The ``inputRequests`` (and ``requestState``) of an ``input_required``
-        result, or of a task waiting for input (``state=False``: a task has
-        no request state, and must ask for something), after their checks."""
-        requests = result.get("inputRequests")
-        request_state = result.get("requestState") if state else None
-        if request_state is not None and not isinstance(request_state, str):
-            raise InvalidResponse(f"{where} sent a requestState that is not a string")
-        if requests is None:
-            if request_state is None:
-                raise InvalidResponse(
-                    f"{where} answered input_required with neither inputRequests nor requestState"
-                )
-            return None, request_state
-        if not isinstance(requests, dict):
-            raise InvalidResponse(f"{where} sent inputRequests that is not an object")
-        if len(requests) > MAX_INPUT_REQUESTS:
-            raise InvalidResponse(
-                f"{where} sent more than {MAX_INPUT_REQUESTS} input requests at once"
-            )
-        for request in requests.values():
-            if not (
-                isinstance(request, dict)
-                and isinstance(request.get("method"), str)
-                and isinstance(request.get("params", {}), (dict, type(None)))
-            ):
-                raise InvalidResponse(f"{where} sent an input request without a method")
-        return requests, request_state
-
-    def answer(
-        self,
-        core: _Core,
-        requests: Mapping[str, Mapping[str, Any]],
-        where: str,
-        deadline: float,
-    ) -> dict[str, Any]:
-        """The client's answers to ``requests``, keyed like them: each made by
-        the session's handlers (``_Core.answer_input_request``) by ``deadline``."""
-        answers: dict[str, Any] = {}
-        for key, request in requests.items():
-            try:
-                answers[key] = core.answer_input_request(
-                    request["method"], request.get("params") or {}, deadline
-                )
-            except InputRequired:
-                asked = tuple(str(r["method"]) for r in requests.values())
-                raise InputRequired(
-                    f"{where} needs input this client cannot give: "
-                    f"{', '.join(_shown_method(m) for m in asked)} (no handler answers it)",
-                    asked,
-                ) from None
-        return answers
-
-
-def _shown_method(method: str) -> str:
-    # A method name is the server's text: only the known ones are named.
-    return method if method in _KNOWN_INPUT_METHODS else "a request this client does not know"
-
+    def cancel_task(self, core: EraCore, task_id: str, describe: Callable[[], str]) -> None:
+        cancel_in_background(core, self, task_id, describe)

@@ -25,18 +25,18 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from ._catalog import CallToolResult, Tool, parse_call_result
+from ._errors import ProtocolError
 from ._limits import MAX_SAFE_INTEGER, check_limit, seconds
 
 if TYPE_CHECKING:
-    from ._session import Transport, _Core, _Watched
+    from ._session import Transport, _Watched
 
 __all__ = [
     "MAX_PROGRESS_MESSAGE_CHARS",
     "ProgressCallback",
     "ProgressRoute",
     "ProgressRoutes",
-    "call_tool_watched",
+    "open_route",
 ]
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
@@ -226,83 +226,20 @@ def _finite(value: object) -> bool:
     return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
 
 
-def call_tool_watched(
-    core: _Core,
-    tool: Tool,
-    arguments: Any,
+def open_route(
+    routes: ProgressRoutes,
+    callback: ProgressCallback | None,
     timeout_ms: int,
-    option: str,
-    *,
-    meta: dict[str, Any],
-    on_progress: ProgressCallback | None,
     extends: bool,
     max_timeout_ms: int | None,
-    task: bool | None,
-) -> CallToolResult:
-    """``tools/call`` with progress, as a task, or both (``_Core.call_tool``'s
-    slow path), in either era: the same route follows the call's progress
-    as it comes and holds its (movable) deadline."""
-    from ._tasks import call_as_task, use_task
-
-    if not (on_progress is None or callable(cast(object, on_progress))):
-        from ._errors import ProtocolError
-
+) -> tuple[ProgressRoute, int]:
+    """A route for one call (close it with ``routes.close``), and the
+    furthest its deadline may move, in ms."""
+    if not (callback is None or callable(cast(object, callback))):
         raise ProtocolError("on_progress must be callable")
-    as_task = use_task(core, tool, task)
-    timeout = seconds(timeout_ms)
     if max_timeout_ms is None:
         hard_ms = min(timeout_ms * DEFAULT_EXTENSION_FACTOR, MAX_SAFE_INTEGER) if extends else timeout_ms
     else:
         hard_ms = max(check_limit("max_timeout_ms", max_timeout_ms), timeout_ms)
-    name = tool.name
-    extended = f", extended by progress up to {hard_ms} ms" if extends and hard_ms > timeout_ms else ""
-
-    def describe() -> str:
-        return f"tool {name!a} on server {core.server!r} ({option}={timeout_ms}{extended})"
-
-    routes = core.inbound.progress
-    route = routes.open(on_progress, timeout, extends, time.monotonic() + seconds(hard_ms))
-    try:
-        if core.modern is not None:
-            return _call_modern(core, tool, arguments, route, describe, meta, on_progress is not None, as_task)
-        if as_task:
-            return call_as_task(core, tool, arguments, route, describe, meta=meta)
-        params: dict[str, Any] = {"name": name, "arguments": arguments}
-        if on_progress is not None:
-            meta = {**meta, "progressToken": route.token}
-        if meta:
-            params["_meta"] = meta
-        result = core.request("tools/call", params, timeout, describe, watch=route)
-        return parse_call_result(result, name)
-    finally:
-        routes.close(route)
-
-
-def _call_modern(  # noqa: PLR0917
-    core: _Core,
-    tool: Tool,
-    arguments: Any,
-    route: ProgressRoute,
-    describe: Callable[[], str],
-    meta: dict[str, Any],
-    progress: bool,
-    tasks: bool,
-) -> CallToolResult:
-    """The modern era: ``tools/call`` through the ``input_required`` loop,
-    its progress followed as it comes; declaring the tasks extension, a task
-    handle is followed to its result."""
-    from ._tasks import follow_task
-
-    modern = core.modern
-    assert modern is not None
-    if progress:
-        meta = {**meta, "progressToken": route.token}
-    # Watched only with a token: without one no progress can come, and the
-    # route just holds the deadline.
-    result = modern.call_tool(
-        core, tool.name, arguments, route.deadline, describe,
-        meta=meta or None, watch=route if progress else None, tasks=tasks,
-    )  # fmt: skip
-    if tasks and result.get("resultType") == "task":
-        result = follow_task(core, modern, tool.name, result, route, describe)
-    return parse_call_result(result, tool.name, any_structured=True)
+    route = routes.open(callback, seconds(timeout_ms), extends, time.monotonic() + seconds(hard_ms))
+    return route, hard_ms

@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ProtocolError
-from ._limits import request_budget, seconds
 from ._redact import MAX_STDERR_LINE_BYTES, redact
 from ._text import escape
 from ._workers import Workers
@@ -142,15 +141,5 @@ def set_log_level(core: Core, level: str, timeout_ms: int | None) -> None:
     the level every later request carries."""
     name = log_level_name(level)
     core.require("logging", "logging/setLevel")
-    if core.modern is not None:
-        # 2026-07-28: no logging/setLevel; the level rides on every request.
-        core.modern.use_log_level(name)
-        return
-    timeout_ms, option = request_budget(core.limits, timeout_ms)
-    server = core.server
-    core.request(
-        "logging/setLevel",
-        {"level": name},
-        seconds(timeout_ms),
-        lambda: f"logging/setLevel on server {server!r} ({option}={timeout_ms})",
-    )
+    # 2026-07-28 has no logging/setLevel: there the level rides on every request.
+    core.era.set_log_level(core, name, timeout_ms)

@@ -23,11 +23,9 @@ from ._catalog import (
     CallToolResult,
     CatalogWalk,
     PageWalk,
-    ServerInfo,
     Snapshot,
     Tool,
     freeze,
-    parse_call_result,
 )
 from ._errors import (
     ConnectionClosed,
@@ -39,17 +37,19 @@ from ._errors import (
     ToolNotFound,
 )
 from ._jsonrpc import check_arguments, decode_line, encode
+from ._legacy import LegacyEra
+from ._legacy import initialize_params as _initialize_params
 from ._limits import Limits, request_budget, seconds
-from ._progress import ProgressCallback, call_tool_watched
+from ._plan import ask, call_tool
+from ._progress import ProgressCallback
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
-from ._tasks import offers_task_extension
 from ._validate import check_structured_output
-from ._versions import HANDSHAKE_PROTOCOL_VERSIONS, MODERN, SUPPORTED_PROTOCOL_VERSIONS
+from ._versions import SUPPORTED_PROTOCOL_VERSIONS
 
 if TYPE_CHECKING:
+    from ._era import Era
     from ._handlers import Handlers
     from ._inbound import Inbound
-    from ._modern import ModernPath
 
 __all__ = ["CLIENT_INFO", "SUPPORTED_PROTOCOL_VERSIONS"]
 
@@ -68,13 +68,10 @@ CLIENT_INFO: Mapping[str, str] = _client_info()
 def initialize_params(
     protocol_version: str, capabilities: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The params of our ``initialize`` request. ``capabilities`` declares
-    only what the caller's handlers serve (SPEC §9.8, §10.2)."""
-    return {
-        "protocolVersion": protocol_version,
-        "capabilities": dict(capabilities) if capabilities else {},
-        "clientInfo": dict(CLIENT_INFO),
-    }
+    """The params of our ``initialize`` request (also sent by the HTTP
+    transport when it renews a session). ``capabilities`` declares only what
+    the caller's handlers serve."""
+    return _initialize_params(protocol_version, capabilities, CLIENT_INFO)
 
 
 def _not_in_catalog(name: str, server: str) -> ToolNotFound:
@@ -288,8 +285,8 @@ class _Core:
         # What serves the server's notifications and requests (handlers,
         # progress, logs, list_changed): never run on the reading thread.
         self.inbound: Inbound = Inbound(self, handlers, auto_refresh=auto_refresh)
-        # What the client declares it can do (SPEC §9.8): in initialize, and in
-        # the modern era in every request's _meta. Only what the handlers serve.
+        # What the client declares it can do: in initialize, and in the
+        # modern era in every request's _meta. Only what the handlers serve.
         self.client_capabilities: Mapping[str, Any] = self.inbound.capabilities()
         self.server_capabilities: Mapping[str, Any] = freeze({})
         # Guards _pending and _terminal: the request table and the one
@@ -299,13 +296,10 @@ class _Core:
         self._terminal: McpError | None = None
         self._ids = itertools.count(1)
         self.catalog = Snapshot(())
-        # The negotiated version, once initialize's result passed its checks
-        # (the HTTP transport sends it as MCP-Protocol-Version).
-        self.protocol_version: str | None = None
-        # The era, once negotiated (._eras); in the modern era every request
-        # goes through ``modern`` (._modern).
-        self.era: str | None = None
-        self.modern: ModernPath | None = None
+        # The protocol era (._era): how every request is framed and what each
+        # era-specific step does. Until negotiation (._eras) adopts one, a
+        # handshake-era object without a version: plain JSON-RPC.
+        self.era: Era = LegacyEra(None, client_info=CLIENT_INFO)
         self.ended_at = 0.0  # time.monotonic() of the terminal transition
         # Set while user code (the diagnostic observer) runs on this thread.
         self._callback = threading.local()
@@ -328,6 +322,18 @@ class _Core:
         from ._inbound import Inbound
 
         self.inbound = Inbound(self, None, auto_refresh=False)
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The version in use, once the era is settled (the HTTP transport
+        sends it as MCP-Protocol-Version)."""
+        return self.era.version
+
+    def adopt(self, era: Era, capabilities: Mapping[str, Any]) -> None:
+        """Negotiation settled ``era``, whose opening result declared the
+        server's ``capabilities``: from now on every request goes through it."""
+        self.server_capabilities = freeze(capabilities)
+        self.era = era
 
     # ----------------------------------------------------------- ending
 
@@ -353,6 +359,13 @@ class _Core:
         if self.transport is not None:
             self.transport.shutdown(wait)
         self.inbound.close(wait)
+
+    def discard(self) -> None:
+        """Tear down a session that a fresh one replaces (era negotiation's
+        respawn). Its stderr is not reported: the fresh session's is what
+        the caller gets."""
+        self.diagnostics = None
+        self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=True)
 
     def failed(self) -> bool:
         """Whether the session ended for a reason other than the caller closing it."""
@@ -514,7 +527,7 @@ class _Core:
     def receive(self, line: bytes) -> None:
         """One inbound frame from the transport. Raises nothing: a rule
         broken here ends the session. Once the session has ended, lines
-        already read are not dispatched (SPEC 9.12)."""
+        already read are not dispatched."""
         if self._terminal is not None:
             return
         try:
@@ -544,9 +557,7 @@ class _Core:
             request_id = message["id"]
             if type(request_id) is not int and type(request_id) is not str:
                 raise ProtocolError("a server request has an id that is not a string or integer")
-            if self.era == MODERN:
-                return  # the revision has no server requests, and no replies from clients
-            self.inbound.request(request_id, method, params)
+            self.era.server_request(self, request_id, method, params)
             return
         if "id" not in message:
             raise ProtocolError("a reply has no id")
@@ -590,37 +601,6 @@ class _Core:
 
     # ----------------------------------------------------------- handshake
 
-    def initialize(self, protocol_version: str) -> ServerInfo:
-        """The legacy handshake: ``initialize``, its checks, ``initialized``."""
-        limits = self.limits
-        timeout = seconds(limits.handshake_timeout_ms)
-        where = f"server {self.server!r}"
-        budget = f"handshake_timeout_ms={limits.handshake_timeout_ms}"
-        result = self.request(
-            "initialize",
-            initialize_params(protocol_version, self.client_capabilities),
-            timeout,
-            lambda: f"initialize with {where} ({budget})",
-            cancellable=False,
-        )
-        if not isinstance(result, dict):
-            raise ProtocolError(f"{where} answered initialize with a result that is not an object")
-        version = result.get("protocolVersion")
-        if not isinstance(version, str) or version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            raise ProtocolError(f"{where} answered initialize with an unsupported protocolVersion")
-        check_capabilities(result.get("capabilities"), where, "initialize")
-        info = server_info(result.get("serverInfo"))
-        self.protocol_version = version
-        self.server_capabilities = freeze(result["capabilities"])
-        self.notify("notifications/initialized", timeout)
-        if self.inbound.wants_server_messages():
-            # Over HTTP, what the server sends outside a request's reply comes
-            # on a stream of its own (a no-op over stdio).
-            listen = getattr(self.transport, "listen", None)
-            if listen is not None:
-                listen()
-        return info
-
     def load_catalog(self, keep: Callable[[Tool], bool] | None = None) -> tuple[Tool, ...]:
         """Walk ``tools/list`` (in either era) into the frozen snapshot.
         ``keep`` may leave a validated entry out of it."""
@@ -633,22 +613,11 @@ class _Core:
         self.catalog = Snapshot(tools)
         return tools
 
-    def ask(
-        self,
-        method: str,
-        params: dict[str, Any],
-        timeout: float,
-        describe: Callable[[], str],
-        *,
-        watch: Watch | None = None,
-    ) -> Any:
-        """A request the way the session's era sends it: in the modern era
-        with ``_meta`` (and headers), ``input_required`` answered by the
-        handlers where the method may carry it."""
-        modern = self.modern
-        if modern is None:
-            return self.request(method, params, timeout, describe, watch=watch)
-        return modern.ask(self, method, params, time.monotonic() + timeout, describe, watch=watch)
+    def ask(self, method: str, params: dict[str, Any], timeout: float, describe: Callable[[], str]) -> Any:
+        """A request and its final result, the way the session's era sends
+        it (``input_required`` answered by the handlers where the method may
+        carry it): see ._plan."""
+        return ask(self, method, params, timeout, describe)
 
     def walk(
         self,
@@ -687,7 +656,8 @@ class _Core:
         """The client's answer to one request a server embedded in an
         ``input_required`` result (``elicitation/create``,
         ``sampling/createMessage``, ``roots/list``), made by ``deadline``:
-        the same handlers that answer server requests in the handshake era."""
+        the same handlers that answer server requests in the handshake era,
+        on the same pool and under the same rules (the call plan's seam)."""
         return self.inbound.requests.answer_input_request(method, params, deadline)
 
     # ----------------------------------------------------------- calling
@@ -717,41 +687,14 @@ class _Core:
         meta: dict[str, Any] = {}
         if traceparent is not None:  # W3C trace context, in the request's _meta
             meta["traceparent"] = _log.check_traceparent(traceparent)
-        modern = self.modern
-        plain = on_progress is None and task is None
-        if modern is not None and plain and not offers_task_extension(self.server_capabilities):
-            # The modern era, nothing to follow: input_required is answered by
-            # the handlers in ModernPath's own loop.
-            result = modern.call_tool(
-                self,
-                name,
-                args,
-                time.monotonic() + seconds(timeout_ms),
-                lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
-                meta=meta or None,
-            )
-            outcome = parse_call_result(result, name, any_structured=True)
-        elif modern is None and plain and tool.task_support != "required":
-            params: dict[str, Any] = {"name": name, "arguments": args}
-            if meta:
-                params["_meta"] = meta
-            result = self.request(
-                "tools/call",
-                params,
-                seconds(timeout_ms),
-                # Built only for a timeout's message: most calls never need it.
-                lambda: f"tool {name!a} on server {self.server!r} ({option}={timeout_ms})",
-            )
-            outcome = parse_call_result(result, name)
-        else:
-            outcome = call_tool_watched(
-                self, tool, args, timeout_ms, option,
-                meta=meta,
-                on_progress=on_progress,
-                extends=progress_extends_deadline,
-                max_timeout_ms=max_timeout_ms,
-                task=task,
-            )  # fmt: skip
+        outcome = call_tool(
+            self, tool, args, timeout_ms, option,
+            meta=meta,
+            on_progress=on_progress,
+            extends=progress_extends_deadline,
+            max_timeout_ms=max_timeout_ms,
+            task=task,
+        )  # fmt: skip
         if self.validate_output:
             check_structured_output(catalog, tool, outcome)
         return outcome
@@ -764,20 +707,3 @@ class _Core:
         self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=wait)
 
 
-def check_capabilities(capabilities: object, where: str, method: str) -> None:
-    """A server's capabilities must be an object offering tools (SPEC §3, §9.1)."""
-    if not isinstance(capabilities, dict):
-        raise ProtocolError(f"{where} answered {method} without a capabilities object")
-    if not isinstance(capabilities.get("tools"), dict):
-        raise ProtocolError(f"{where} does not offer the tools capability")
-
-
-def server_info(value: object) -> ServerInfo:
-    if not isinstance(value, dict):
-        return ServerInfo(name="", version="")
-    name, version, title = value.get("name"), value.get("version"), value.get("title")
-    return ServerInfo(
-        name=name if isinstance(name, str) else "",
-        version=version if isinstance(version, str) else "",
-        title=title if isinstance(title, str) else None,
-    )

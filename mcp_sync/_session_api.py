@@ -46,23 +46,21 @@ class Session:
     garbage-collected, or still open when the interpreter exits, is closed too.
     """
 
-    __slots__ = ("__weakref__", "_core", "_finalizer", "era", "server_info")
+    __slots__ = ("__weakref__", "_core", "_finalizer", "server_info")
 
-    def __init__(
-        self,
-        core: _Core,
-        era: str,
-        server_info: ServerInfo,
-    ) -> None:
+    def __init__(self, core: _Core, server_info: ServerInfo) -> None:
         self._core = core
-        self.era = era
-        """``"modern"`` (2026-07-28: no handshake, metadata on every request) or
-        ``"legacy"`` (a session opened by the ``initialize`` handshake)."""
         self.server_info = server_info
         """The name and version the server disclosed (untrusted text)."""
         self._finalizer = weakref.finalize(self, core.close)
 
     # ------------------------------------------------------------ the session
+
+    @property
+    def era(self) -> str:
+        """``"modern"`` (2026-07-28: no handshake, metadata on every request) or
+        ``"legacy"`` (a session opened by the ``initialize`` handshake)."""
+        return self._core.era.name
 
     @property
     def server(self) -> str:
@@ -74,8 +72,7 @@ class Session:
         """The protocol revision in use, one of ``SUPPORTED_PROTOCOL_VERSIONS``:
         the one the server chose in the handshake, or in the modern era the one
         every request names."""
-        modern = self._core.modern
-        version = modern.version if modern is not None else self._core.protocol_version
+        version = self._core.era.version
         assert version is not None
         return version
 

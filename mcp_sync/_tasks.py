@@ -24,7 +24,7 @@ may get a task, and the *server* decides, call by call, whether to answer
 with a task handle (``resultType: "task"``) or with the result. So when the
 server advertises the extension every ``tools/call`` declares it (unless
 ``task=False``), and a task handle is followed transparently
-(:func:`follow_task`): ``tasks/get`` at the server's ``pollIntervalMs`` until
+(:func:`follow_modern_task`): ``tasks/get`` at the server's ``pollIntervalMs`` until
 the task carries its result (or error); questions it asks
 (``inputRequests``) are answered by the same handlers as ``input_required``
 results and sent back with ``tasks/update``; on timeout or interrupt
@@ -40,25 +40,27 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._catalog import CallToolResult, Tool, parse_call_result
+from ._era import MAX_INPUT_ROUNDS, TASKS_EXTENSION, EraCore
 from ._errors import InvalidResponse, McpError, ProtocolError, RemoteError, Timeout
-from ._modern import MAX_INPUT_ROUNDS, TASKS_EXTENSION
+from ._plan import answer_all, input_requests
 from ._redact import Redacted
 
 if TYPE_CHECKING:
-    from ._modern import ModernPath
+    from ._catalog import Tool
+    from ._era import Era
     from ._progress import ProgressRoute
-    from ._session import _Core
 
 __all__ = [
     "CANCEL_TIMEOUT",
     "MAX_POLL_INTERVAL",
     "MIN_POLL_INTERVAL",
     "TaskStatus",
-    "call_as_task",
-    "follow_task",
+    "cancel_in_background",
+    "check_task_option",
+    "follow_modern_task",
     "offers_task_extension",
-    "use_task",
+    "poll_task",
+    "server_cancels",
 ]
 
 MIN_POLL_INTERVAL = 0.05
@@ -90,29 +92,20 @@ class TaskStatus:
     poll_interval: float
 
 
-def use_task(core: _Core, tool: Tool, task: bool | None) -> bool:
-    """Whether this call goes as a task. Handshake era: a ``required`` tool
-    always (when the server can take tasks at all), an ``optional`` one when
-    asked. Modern era: whether the call declares the tasks extension (the
-    server then decides): always when the server advertises it, unless
-    ``task=False``."""
+def check_task_option(core: EraCore, tool: Tool, task: bool | None, takes: bool) -> bool:
+    """``call_tool(task=...)`` given explicitly: whether the call goes as a
+    task, or a ``ProtocolError`` when the tool or the server cannot honour
+    it. ``takes``: whether the server takes tasks for this call at all."""
     support = tool.task_support
-    modern = core.modern is not None
-    if modern:
-        server_takes_tasks = offers_task_extension(core.server_capabilities)
-    else:
-        server_takes_tasks = _server_takes_tool_tasks(core.server_capabilities)
-    if task is None:
-        return server_takes_tasks and (modern or support == "required")
     if task is True:
-        if support == "forbidden" or not server_takes_tasks:
+        if support == "forbidden" or not takes:
             raise ProtocolError(
                 f"tool {tool.name!a} on server {core.server!r} cannot be called as a task "
                 "(the server does not offer task-augmented tools/call for it)"
             )
         return True
     if task is False:
-        if support == "required" and server_takes_tasks:
+        if support == "required" and takes:
             raise ProtocolError(
                 f"tool {tool.name!a} on server {core.server!r} must be called as a task "
                 "(execution.taskSupport is required)"
@@ -121,20 +114,14 @@ def use_task(core: _Core, tool: Tool, task: bool | None) -> bool:
     raise ProtocolError("option task must be True, False or None")
 
 
-def _server_takes_tool_tasks(capabilities: Mapping[str, Any]) -> bool:
-    tasks = capabilities.get("tasks")
-    requests = tasks.get("requests") if isinstance(tasks, Mapping) else None
-    tools = requests.get("tools") if isinstance(requests, Mapping) else None
-    return isinstance(tools, Mapping) and isinstance(tools.get("call"), Mapping)
-
-
 def offers_task_extension(capabilities: Mapping[str, Any]) -> bool:
     """Whether a modern server advertised the tasks extension."""
     extensions = capabilities.get("extensions")
     return isinstance(extensions, Mapping) and isinstance(extensions.get(TASKS_EXTENSION), Mapping)
 
 
-def _server_cancels(capabilities: Mapping[str, Any]) -> bool:
+def server_cancels(capabilities: Mapping[str, Any]) -> bool:
+    """Whether a handshake-era server declared ``tasks.cancel``."""
     tasks = capabilities.get("tasks")
     return isinstance(tasks, Mapping) and isinstance(tasks.get("cancel"), Mapping)
 
@@ -164,69 +151,62 @@ def parse_task(value: object, where: str, *, interval_key: str = "pollInterval")
     )
 
 
-def call_as_task(
-    core: _Core,
-    tool: Tool,
-    arguments: Any,
+def _remaining(route: ProgressRoute, describe: Callable[[], str]) -> float:
+    left = route.deadline - time.monotonic()
+    if left <= 0:
+        raise Timeout(f"{describe()} missed its deadline")
+    return left
+
+
+# --------------------------------------------------------------------- handshake era
+
+
+def poll_task(  # noqa: PLR0917
+    core: EraCore,
+    era: Era,
+    name: str,
+    created: dict[str, Any],
     route: ProgressRoute,
     describe: Callable[[], str],
-    *,
-    meta: Mapping[str, Any],
-) -> CallToolResult:
-    """Create the task, poll it to a terminal status, fetch its result."""
-    name = tool.name
+) -> Any:
+    """The handshake era: poll the task a ``tools/call`` created to a
+    terminal status, then fetch its result with ``tasks/result``."""
     where = f"server {core.server!r}"
-
-    def remaining() -> float:
-        left = route.deadline - time.monotonic()
-        if left <= 0:
-            raise Timeout(f"{describe()} missed its deadline")
-        return left
-
-    ttl_ms = math.ceil((route.hard_deadline - time.monotonic()) * 1000) + TTL_SLACK_MS
-    params: dict[str, Any] = {"name": name, "arguments": arguments, "task": {"ttl": ttl_ms}}
-    params["_meta"] = {**meta, "progressToken": route.token}
-    # Not watched: a progress callback that raised now would lose the task
-    # id, and with it the means to cancel the task. Progress that comes
-    # meanwhile waits in the route and is delivered at the first poll.
-    created = core.request("tools/call", params, remaining(), describe)
-    if not isinstance(created, dict) or "task" not in created:
-        # A server may answer a task-augmented call directly.
-        return parse_call_result(created, name)
     task = parse_task(created.get("task"), f"{where}'s answer to a task call of tool {name!a}")
     try:
         while task.status not in TERMINAL and task.status != "input_required":
-            route.pause(min(task.poll_interval, remaining()), core.ended)
-            got = core.request("tasks/get", {"taskId": task.task_id}, remaining(), describe, watch=route)
+            route.pause(min(task.poll_interval, _remaining(route, describe)), core.ended)
+            _remaining(route, describe)
+            got = era.request(core, "tasks/get", {"taskId": task.task_id}, route.deadline, describe, watch=route)
             polled = parse_task(got, f"{where}'s tasks/get result for tool {name!a}")
             if polled.task_id != task.task_id:
                 raise InvalidResponse(f"{where} answered tasks/get about another task")
             task = polled
         # Terminal: the result is ready. input_required: tasks/result makes
         # the server send its questions, and blocks until the task ends.
-        result = core.request("tasks/result", {"taskId": task.task_id}, remaining(), describe, watch=route)
+        _remaining(route, describe)
+        result = era.request(core, "tasks/result", {"taskId": task.task_id}, route.deadline, describe, watch=route)
         task = TaskStatus(task.task_id, "completed", None, task.poll_interval)
         # tasks/result returns exactly what tools/call would have (plus a
         # related-task entry in _meta, which a result may carry anyway).
-        return parse_call_result(result, name)
+        return result
     except BaseException:
-        if task.status not in TERMINAL and _server_cancels(core.server_capabilities):
-            core.send_and_forget("tasks/cancel", {"taskId": task.task_id})
+        if task.status not in TERMINAL:
+            era.cancel_task(core, task.task_id, describe)
         raise
-
 
 
 # --------------------------------------------------------------------- 2026-07-28
 
 
-def follow_task(  # noqa: PLR0917
-    core: _Core,
-    modern: ModernPath,
+def follow_modern_task(  # noqa: PLR0917
+    core: EraCore,
+    era: Era,
     name: str,
     created: dict[str, Any],
     route: ProgressRoute,
     describe: Callable[[], str],
-) -> dict[str, Any]:
+) -> Any:
     """Follow the task a modern server answered ``tools/call`` with, to the
     result it carries (what ``tools/call`` would have returned): ``tasks/get``
     at its poll interval within the caller's deadline, its questions answered
@@ -236,32 +216,14 @@ def follow_task(  # noqa: PLR0917
     subject = f"tool {name!a} on server {core.server!r}"
     detail = created
     task = parse_task(detail, f"{where}'s task for tool {name!a}", interval_key="pollIntervalMs")
-
-    def remaining() -> float:
-        left = route.deadline - time.monotonic()
-        if left <= 0:
-            raise Timeout(f"{describe()} missed its deadline")
-        return left
-
     answered: set[str] = set()  # keys of the task's questions answered so far
     updates = 0
     try:
         while True:
-            if task.status == "completed":
-                result = detail.get("result")
-                if not isinstance(result, dict):
-                    raise InvalidResponse(f"{where} completed the task of tool {name!a} without a result object")
-                return result
-            if task.status == "failed":
-                raise _task_failed(detail.get("error"), where, name)
-            if task.status == "cancelled":
-                raise RemoteError(
-                    f"{where} cancelled the task of tool {name!a} before it finished",
-                    CANCELLED_BY_SERVER,
-                    Redacted({"message": task.status_message, "data": None}),
-                )
+            if task.status in TERMINAL:
+                return _task_outcome(task, detail, where, name)
             if task.status == "input_required":
-                requests, _ = modern.input_requests(detail, subject, state=False)
+                requests, _ = input_requests(detail, subject, state=False)
                 # A question stays listed until the server has taken its
                 # answer in: each is answered once.
                 fresh = {key: request for key, request in (requests or {}).items() if key not in answered}
@@ -271,16 +233,16 @@ def follow_task(  # noqa: PLR0917
                         raise ProtocolError(
                             f"the task of {subject} asked for input more than {MAX_INPUT_ROUNDS} times"
                         )
-                    answers = modern.answer(core, fresh, subject, route.deadline)
-                    remaining()
-                    modern.request(
+                    answers = answer_all(core, fresh, subject, route.deadline)
+                    _remaining(route, describe)
+                    era.request(
                         core, "tasks/update", {"taskId": task.task_id, "inputResponses": answers},
                         route.deadline, describe, watch=route, tasks=True,
                     )  # fmt: skip
                     answered.update(fresh)
-            route.pause(min(task.poll_interval, remaining()), core.ended)
-            remaining()
-            got = modern.request(
+            route.pause(min(task.poll_interval, _remaining(route, describe)), core.ended)
+            _remaining(route, describe)
+            got = era.request(
                 core, "tasks/get", {"taskId": task.task_id}, route.deadline, describe, watch=route, tasks=True
             )
             polled = parse_task(got, f"{where}'s tasks/get result for tool {name!a}", interval_key="pollIntervalMs")
@@ -289,8 +251,24 @@ def follow_task(  # noqa: PLR0917
             task, detail = polled, got
     except BaseException:
         if task.status not in TERMINAL:
-            _cancel_later(core, modern, task.task_id, describe)
+            era.cancel_task(core, task.task_id, describe)
         raise
+
+
+def _task_outcome(task: TaskStatus, detail: dict[str, Any], where: str, name: str) -> Any:
+    """The result a terminal modern task carries, or the error it ended with."""
+    if task.status == "completed":
+        result = detail.get("result")
+        if not isinstance(result, dict):
+            raise InvalidResponse(f"{where} completed the task of tool {name!a} without a result object")
+        return result
+    if task.status == "failed":
+        raise _task_failed(detail.get("error"), where, name)
+    raise RemoteError(
+        f"{where} cancelled the task of tool {name!a} before it finished",
+        CANCELLED_BY_SERVER,
+        Redacted({"message": task.status_message, "data": None}),
+    )
 
 
 def _task_failed(error: object, where: str, name: str) -> McpError:
@@ -304,13 +282,13 @@ def _task_failed(error: object, where: str, name: str) -> McpError:
     )
 
 
-def _cancel_later(core: _Core, modern: ModernPath, task_id: str, describe: Callable[[], str]) -> None:
+def cancel_in_background(core: EraCore, era: Era, task_id: str, describe: Callable[[], str]) -> None:
     """``tasks/cancel``, best effort, from a library thread: the caller's
     deadline (or interrupt) is not held up by it, and its answer is dropped."""
 
     def cancel() -> None:
         with contextlib.suppress(McpError):
-            modern.request(
+            era.request(
                 core, "tasks/cancel", {"taskId": task_id}, time.monotonic() + CANCEL_TIMEOUT, describe, tasks=True
             )
 

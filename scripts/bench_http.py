@@ -108,10 +108,10 @@ class Floor:
 
 def modern_floor(url: str) -> Floor:
     """The frame and headers mcp_sync sends for this call, POSTed bare."""
-    from mcp_sync._modern import ModernPath
+    from mcp_sync._modern import ModernEra
     from mcp_sync._session import CLIENT_INFO
 
-    path = ModernPath("bench", "2026-07-28", http=True, capabilities={}, client_info=CLIENT_INFO)
+    path = ModernEra("bench", "2026-07-28", http=True, capabilities={}, client_info=CLIENT_INFO)
     params = {"name": "echo", "arguments": ARGS}
     headers = path.headers("tools/call", params) or {}
     frame = json.dumps(

@@ -2,7 +2,7 @@
 
 The fake server speaks the handshake era by default, the 2026-07-28 era with
 ``--era modern``, and both with ``--era dual`` (the first request decides, as in
-the official SDK's server). SPEC §10.1: ``auto`` never connects fewer servers than
+the official SDK's server). The rule: ``auto`` never connects fewer servers than
 the handshake alone would; every case of issue 12's point 2 is here, each against
 a handshake-era server that treats the probe its own way.
 """
@@ -383,3 +383,31 @@ def test_auto_costs_a_handshake_era_server_one_more_request(tmp_path: Path) -> N
         pass
     assert methods(auto_log) == ["server/discover", *methods(legacy_log)]
 
+
+
+# ------------------------------------------------------------------ the era objects
+
+
+def test_both_eras_implement_the_one_era_contract() -> None:
+    from mcp_sync._era import Era
+    from mcp_sync._legacy import LegacyEra
+    from mcp_sync._modern import ModernEra
+
+    members = {name for name in vars(Era) if not name.startswith("_")} | set(Era.__annotations__)
+    assert {"open", "adopt", "request", "probe", "set_log_level", "listen", "cancel_task"} <= members
+    for era in (LegacyEra, ModernEra):
+        missing = sorted(name for name in members if not hasattr(era, name))
+        assert not missing, f"{era.__name__} lacks {missing}"
+
+
+@pytest.mark.parametrize(("options", "era", "version"), [((), "legacy", "2025-11-25"),
+                                                         (("--era", "modern"), "modern", "2026-07-28")])
+def test_the_core_holds_one_era_object_and_the_session_reads_its_name(
+    options: tuple[str, ...], era: str, version: str
+) -> None:
+    with connect_fake(*options) as session:
+        core = session._core
+        assert session.era == core.era.name == era
+        assert session.protocol_version == core.protocol_version == core.era.version == version
+        assert not hasattr(core, "modern")
+    assert "tools" not in {field.name for field in _eras.Negotiated.__dataclass_fields__.values()}

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import connect_fake, logged, timed
+from support import connect_fake, library_threads, logged, timed
 
 import mcp_sync
 
@@ -392,3 +392,144 @@ def test_input_required_in_the_modern_era_is_answered_by_the_handlers() -> None:
         "q1": {"action": "accept", "content": {"answer": "question 1"}},
     }
     assert [request.message for request in seen] == ["question 0", "question 1"]
+
+
+# ------------------------------------------------------------------ the same way in both eras
+
+
+MODERN_INPUT = ("--era", "modern", "--input-tools")
+
+
+def _wait_for_no_library_threads(limit: float = 5.0) -> None:
+    until = time.monotonic() + limit
+    while library_threads() and time.monotonic() < until:
+        time.sleep(0.02)
+    assert not library_threads(), library_threads()
+
+
+def test_a_slow_input_handler_does_not_hold_the_caller_past_its_deadline() -> None:
+    """The 2026-07-28 era: a 4 s elicitation handler during a call with
+    timeout_ms=1000 runs on a library thread, and the caller is back at ~1 s
+    with a Timeout, as in the handshake era."""
+    release = threading.Event()
+    finished = threading.Event()
+    threads: list[str] = []
+    cancelled: list[bool] = []
+
+    def slow(request: mcp_sync.ElicitationRequest) -> mcp_sync.ElicitationResult:
+        threads.append(threading.current_thread().name)
+        release.wait(4.0)
+        cancelled.append(request.cancelled.is_set())
+        finished.set()
+        return mcp_sync.ElicitationResult.accept()
+
+    caller = threading.current_thread().name
+    with connect_fake(*MODERN_INPUT, handlers=mcp_sync.Handlers(elicitation=slow)) as session:
+        start = time.monotonic()
+        with pytest.raises(mcp_sync.Timeout, match="caller's deadline"):
+            session.call_tool("ask_input", timeout_ms=1000)
+        took = time.monotonic() - start
+        assert 0.9 <= took < 1.0 + 0.5, took
+        assert not session.closed
+        release.set()
+        assert finished.wait(5)
+        assert cancelled == [True]  # the handler was told its answer is no longer wanted
+        assert session.call_tool("echo", {"message": "after"}).content[0]["text"] == "after"
+    assert threads and threads[0] != caller and threads[0].startswith("mcp_sync-fake-handler")
+    _wait_for_no_library_threads()
+
+
+def test_handlers_timeout_ms_is_honoured_for_input_requests() -> None:
+    release = threading.Event()
+
+    def slow(request: mcp_sync.ElicitationRequest) -> mcp_sync.ElicitationResult:
+        release.wait(4.0)
+        return mcp_sync.ElicitationResult.accept()
+
+    handlers = mcp_sync.Handlers(elicitation=slow, timeout_ms=500)
+    try:
+        with connect_fake(*MODERN_INPUT, handlers=handlers) as session:
+            start = time.monotonic()
+            with pytest.raises(mcp_sync.Timeout, match=r"within 500 ms \(Handlers.timeout_ms\)"):
+                session.call_tool("ask_input", timeout_ms=10_000)
+            took = time.monotonic() - start
+            assert 0.4 <= took < 0.5 + 0.5, took
+            release.set()
+            assert session.call_tool("echo", {"message": "ok"}).content[0]["text"] == "ok"
+    finally:
+        release.set()
+    _wait_for_no_library_threads()
+
+
+def test_a_raising_input_handler_fails_like_in_the_handshake_era(caplog: pytest.LogCaptureFixture) -> None:
+    """The handshake era answers the server -32603 "the client's handler
+    failed", logs the exception and keeps the session open (see
+    test_a_handler_that_raises_becomes_an_error_reply). The 2026-07-28 era
+    has no error answer to an input request: the call ends with an McpError
+    carrying that same error, never the handler's raw exception."""
+
+    def broken(request: mcp_sync.ElicitationRequest) -> mcp_sync.ElicitationResult:
+        raise ValueError("sk-handlersecret1234567890 leaked?")
+
+    def refuses(request: mcp_sync.ElicitationRequest) -> mcp_sync.ElicitationResult:
+        raise mcp_sync.HandlerError("User rejected", code=-1)
+
+    with caplog.at_level(logging.ERROR, logger="mcp_sync.handlers"):
+        with connect_fake("--features", handlers=mcp_sync.Handlers(elicitation=broken)) as legacy:
+            assert legacy.era == "legacy"
+            replied = _reply(legacy.call_tool("elicit", {"params": FORM}))["error"]
+        with connect_fake(*MODERN_INPUT, handlers=mcp_sync.Handlers(elicitation=broken)) as modern:
+            with pytest.raises(mcp_sync.McpError) as raised:
+                modern.call_tool("ask_input", timeout_ms=5000)
+            assert not isinstance(raised.value, ValueError)
+            assert f"(error {replied['code']}: {replied['message']})" in raised.value.message
+            assert "sk-handler" not in str(raised.value)
+            assert not modern.closed
+            assert modern.call_tool("echo", {"message": "alive"}).content[0]["text"] == "alive"
+    failures = [r for r in caplog.records if "elicitation/create handler" in r.getMessage()]
+    assert len(failures) == 2  # logged the same way in both eras
+    assert replied == {"code": -32603, "message": "the client's handler failed"}
+    refused = r"refused the request of server 'fake' \(error -1\)"
+    with (
+        connect_fake(*MODERN_INPUT, handlers=mcp_sync.Handlers(elicitation=refuses)) as modern,
+        pytest.raises(mcp_sync.McpError, match=refused),
+    ):
+        modern.call_tool("ask_input", timeout_ms=5000)
+
+
+def test_close_fails_a_caller_waiting_for_an_input_handler_at_once() -> None:
+    """The 2026-07-28 era: close() from another thread while a caller waits for
+    a handler stuck in user code: the caller gets ConnectionClosed now, not at
+    its deadline (as test_close_does_not_wait_for_a_handler_stuck_in_user_code
+    in the handshake era)."""
+    release = threading.Event()
+    entered = threading.Event()
+
+    def stuck(request: mcp_sync.ElicitationRequest) -> mcp_sync.ElicitationResult:
+        entered.set()
+        release.wait(20)
+        return mcp_sync.ElicitationResult.accept()
+
+    session = connect_fake(*MODERN_INPUT, handlers=mcp_sync.Handlers(elicitation=stuck))
+    errors: list[BaseException] = []
+    returned = threading.Event()
+
+    def ask() -> None:
+        try:
+            session.call_tool("ask_input", timeout_ms=30_000)
+        except mcp_sync.McpError as exc:
+            errors.append(exc)
+        returned.set()
+
+    caller = threading.Thread(target=ask)
+    caller.start()
+    try:
+        assert entered.wait(10)
+        with timed(3.5):
+            session.close()
+            assert returned.wait(3)
+        assert [type(e) for e in errors] == [mcp_sync.ConnectionClosed]
+    finally:
+        release.set()
+        caller.join(5)
+    _wait_for_no_library_threads()

@@ -5,6 +5,7 @@ the mechanism the handshake era uses, over stdio and Streamable HTTP.
 
 from __future__ import annotations
 
+import _thread
 import json
 import threading
 import time
@@ -268,17 +269,26 @@ def test_a_task_cancelled_over_http_by_a_timeout(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_task_call_cancels_the_task(tmp_path: Path) -> None:
-    class Interrupt(BaseException):  # like a KeyboardInterrupt landing in the caller
-        pass
+    # The task asks a question; while the handler (on a library thread)
+    # thinks it over, a KeyboardInterrupt lands in the waiting caller.
+    release = threading.Event()
 
     def interrupt(request: mcp_sync.ElicitationRequest) -> mcp_sync.ElicitationResult:
-        raise Interrupt
+        _thread.interrupt_main()
+        release.wait(5)
+        return mcp_sync.ElicitationResult.accept()
 
     log = tmp_path / "log"
-    with fake("stdio", "--features", "--log", str(log), handlers=mcp_sync.Handlers(elicitation=interrupt)) as session:
-        with pytest.raises(Interrupt):
-            session.call_tool("research", {"ms": 10, "ask": True})
-        wait_for(log, "tasks/cancel")
+    assert threading.current_thread() is threading.main_thread()
+    try:
+        handlers = mcp_sync.Handlers(elicitation=interrupt)
+        with fake("stdio", "--features", "--log", str(log), handlers=handlers) as session:
+            with pytest.raises(KeyboardInterrupt):
+                session.call_tool("research", {"ms": 10, "ask": True})
+            release.set()
+            wait_for(log, "tasks/cancel")
+    finally:
+        release.set()
     assert "tasks/update" not in sent_methods(log)
 
 

@@ -1,0 +1,205 @@
+"""The era contract: what a protocol era does for a session.
+
+Two eras speak MCP (2026-07-28, "Versioning and Compatibility"): the
+handshake era (:mod:`._legacy`: ``initialize``, then plain JSON-RPC) and the
+modern era (:mod:`._modern`: no handshake, protocol metadata on every
+request). A session core holds exactly one :class:`Era` object and never asks
+which one it is: each difference between the eras is a method here.
+Negotiation (:mod:`._eras`) only chooses and constructs the object; the call
+plan (:mod:`._plan`) drives every request through it.
+
+This module imports nothing of the package but constants and types, so every
+era-aware module can depend on it without a cycle. ``EraCore`` is the part of
+the session core (``_session._Core``) an era uses.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ._catalog import ServerInfo
+from ._errors import ProtocolError
+
+if TYPE_CHECKING:
+    from ._catalog import Tool
+    from ._errors import McpError
+    from ._inbound import Inbound
+    from ._limits import Limits
+    from ._progress import ProgressRoute
+    from ._session import Transport, Watch
+
+__all__ = [
+    "COMPLETE",
+    "INPUT_REQUIRED",
+    "MAX_INPUT_REQUESTS",
+    "MAX_INPUT_ROUNDS",
+    "TASK",
+    "TASKS_EXTENSION",
+    "Era",
+    "EraCore",
+    "check_capabilities",
+    "server_info",
+]
+
+COMPLETE = "complete"
+"""A final result."""
+INPUT_REQUIRED = "input_required"
+"""The server asks the client for input and for the request again (modern era)."""
+TASK = "task"
+"""A task handle instead of the result (either era's tasks)."""
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The tasks extension of 2026-07-28 (SEP-2663), declared per request."""
+MAX_INPUT_ROUNDS = 10
+"""``input_required`` answers one request may get in a row before the call
+fails: a server that keeps asking cannot hold a caller forever."""
+MAX_INPUT_REQUESTS = 16
+"""Input requests one ``input_required`` result may carry."""
+
+
+def check_capabilities(capabilities: object, where: str, method: str) -> None:
+    """A server's capabilities must be an object offering tools."""
+    if not isinstance(capabilities, dict):
+        raise ProtocolError(f"{where} answered {method} without a capabilities object")
+    if not isinstance(capabilities.get("tools"), dict):
+        raise ProtocolError(f"{where} does not offer the tools capability")
+
+
+def server_info(value: object) -> ServerInfo:
+    """The server's name and version, as far as it disclosed them (untrusted text)."""
+    if not isinstance(value, dict):
+        return ServerInfo(name="", version="")
+    name, version, title = value.get("name"), value.get("version"), value.get("title")
+    return ServerInfo(
+        name=name if isinstance(name, str) else "",
+        version=version if isinstance(version, str) else "",
+        title=title if isinstance(title, str) else None,
+    )
+
+
+class EraCore(Protocol):
+    """What an era needs from the session core."""
+
+    server: str
+    era: Era
+    limits: Limits
+    transport: Transport | None
+    inbound: Inbound
+    ended: threading.Event
+    client_capabilities: Mapping[str, Any]
+    server_capabilities: Mapping[str, Any]
+
+    @property
+    def terminal(self) -> McpError | None: ...
+
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float,
+        describe: Callable[[], str],
+        *,
+        cancellable: bool = True,
+        watch: Watch | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any: ...
+
+    def notify(self, method: str, timeout: float) -> None: ...
+
+    def send_and_forget(self, method: str, params: dict[str, Any]) -> None: ...
+
+    def emit(self, kind: Any, detail: Any) -> None: ...
+
+    def adopt(self, era: Era, capabilities: Mapping[str, Any]) -> None: ...
+
+    def load_catalog(self, keep: Callable[[Tool], bool] | None = None) -> tuple[Tool, ...]: ...
+
+    def answer_input_request(
+        self, method: str, params: Mapping[str, Any], deadline: float
+    ) -> dict[str, Any]: ...
+
+
+class Era(Protocol):
+    """One protocol era, as a session core uses it. Methods take the core as
+    an argument (an era holds no reference to it: no cycle keeps a dropped
+    session alive)."""
+
+    name: str
+    """``"legacy"`` or ``"modern"``: what ``Session.era`` says."""
+    any_structured: bool
+    """Whether a tool's ``structuredContent`` may be any JSON value (else an object)."""
+
+    @property
+    def version(self) -> str | None:
+        """The protocol version in use (``None`` before a handshake settled one)."""
+
+    # ------------------------------------------------------------ opening
+
+    def open(self, core: EraCore, timeout: float) -> Any:
+        """Send the era's opening request (``initialize`` or ``server/discover``)
+        and return its raw result."""
+
+    def adopt(self, core: EraCore, result: Any, *, strict: bool) -> ServerInfo | None:
+        """Check the opening result and, if it settles this era, make this
+        object the core's era (``core.adopt``), finish the opening (the
+        handshake's ``initialized``, the server-to-client channel) and return
+        the server's info. ``None``: no evidence of this era (``strict``: an
+        error instead)."""
+
+    def listen(self, core: EraCore) -> None:
+        """Open the channel on which the server sends what is not a reply,
+        where the era has one and the session serves it."""
+
+    def load_catalog(self, core: EraCore) -> tuple[Tool, ...]:
+        """The first ``tools/list`` walk, with whatever this era checks in it."""
+
+    # ------------------------------------------------------------ requests
+
+    def request(
+        self,
+        core: EraCore,
+        method: str,
+        params: Mapping[str, Any],
+        deadline: float,
+        describe: Callable[[], str],
+        *,
+        cancellable: bool = True,
+        watch: Watch | None = None,
+        tasks: bool = False,
+    ) -> Any:
+        """One request framed the era's way, its result checked for a
+        ``resultType`` this era allows. With a ``watch``, bounded by the
+        watch's (movable) deadline instead of ``deadline``; ``tasks``: the
+        request may be answered with a task."""
+
+    def result_kind(self, result: object, method: str, *, tasks: bool = False) -> str:
+        """:data:`COMPLETE`, :data:`INPUT_REQUIRED` or :data:`TASK`."""
+
+    def server_request(self, core: EraCore, request_id: int | str, method: str, params: object) -> None:
+        """A request the server sent on its own (answered by the handlers where
+        the era has server requests, dropped where it has none)."""
+
+    def probe(self, core: EraCore, deadline: float, budget: str) -> None:
+        """The cheapest request that proves the server answers."""
+
+    def set_log_level(self, core: EraCore, level: str, timeout_ms: int | None) -> None:
+        """Ask for server log messages of ``level`` and above."""
+
+    # ------------------------------------------------------------ tasks
+
+    def use_task(self, core: EraCore, tool: Tool, task: bool | None) -> bool:
+        """Whether a ``tools/call`` of ``tool`` goes as (or may become) a task."""
+
+    def task_params(self, params: dict[str, Any], route: ProgressRoute) -> dict[str, Any]:
+        """The ``tools/call`` params of a call that may become a task."""
+
+    def follow_task(
+        self, core: EraCore, name: str, created: dict[str, Any], route: ProgressRoute, describe: Callable[[], str]
+    ) -> Any:
+        """Follow a task the server answered ``tools/call`` with to the result
+        ``tools/call`` would have given; cancelled if the caller leaves first."""
+
+    def cancel_task(self, core: EraCore, task_id: str, describe: Callable[[], str]) -> None:
+        """Best effort: ask the server to cancel a task; never waits for it."""
