@@ -232,7 +232,7 @@ def test_thread_check_waits_for_a_library_thread_that_is_ending() -> None:
 
 def test_thread_check_fails_on_a_leaked_library_thread(pytester: pytest.Pytester) -> None:
     conftest = Path(__file__).with_name("conftest.py").read_text()
-    # A short grace period keeps this test fast; the real one is 5 s.
+    # A short grace period keeps this test fast; the real one is 15 s.
     pytester.makeconftest(conftest + "\nTHREAD_LEAK_GRACE = 0.2\n")
     pytester.makepyfile(
         """
