@@ -270,7 +270,8 @@ def _library_threads(before: set[threading.Thread]) -> list[threading.Thread]:
 
 @pytest.fixture(autouse=True)
 def thread_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After each test, wait (joining them, up to 15 s: a cap for a loaded machine) for new ``mcp_sync*`` threads to end, else fail.
+    """After each test, join new ``mcp_sync*`` threads (up to 15 s, a cap for a loaded
+    machine), and fail if any is still running.
 
     Cheap (one ``threading.enumerate()`` before and after). Threads started by wider-scoped
     fixtures exist before the snapshot and are not counted. Opt out with
