@@ -265,3 +265,22 @@ def test_the_wheel_ships_py_typed_the_testing_package_and_the_command(tmp_path: 
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
         assert "mcp-sync = mcp_sync.cli:main" in archive.read(entry_points).decode()
     assert {"mcp_sync/py.typed", "mcp_sync/__init__.py", "mcp_sync/testing/__main__.py"} <= names
+
+
+def test_stress_runs_the_suite_beside_two_cpu_hogs_and_reports_each_run(tmp_path: Path) -> None:
+    # One short run of a two-test file (one fails) stands in for N runs of the suite.
+    (tmp_path / "test_two.py").write_text("def test_ok():\n    pass\n\n\ndef test_bad():\n    assert False\n")
+    env = {**os.environ, "MCP_SYNC_TEST_WORKERS": "0"}
+    done = subprocess.run(
+        [str(REPO / "scripts" / "stress"), "1", str(tmp_path / "test_two.py")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    hogs = [int(pid) for pid in out.split("(pids ", 1)[1].split(")", 1)[0].split()]
+    assert len(hogs) == 2
+    assert "run 1/1: 1 failed, 1 passed in " in out and "[wall " in out, out
+    assert "FAILED " in out and "test_bad" in out, out
+    assert "0 of 1 runs green" in out, out
+    # The trap killed the hogs (and the script reaped them).
+    assert not [pid for pid in hogs if is_alive(pid)]
