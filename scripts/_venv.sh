@@ -85,5 +85,7 @@ pip_install() {
         die "pip install -e '$spec' failed (log above, also in $log)"
     fi
     printf '%s\n' "$want" >"$stamp"
-    phase_done "$(grep -c '^Collecting' "$log" || true) requirements resolved"
+    local installed
+    installed="$(grep '^Successfully installed' "$log" | wc -w)"
+    phase_done "$((installed > 2 ? installed - 2 : 0)) packages installed"
 }
