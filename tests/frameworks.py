@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from conftest import REPO_ROOT, free_port
+from conftest import REPO_ROOT, free_port, missing_peer
 from test_docs import fenced_blocks
 
 from mcp_sync.testing import server_command
@@ -209,8 +209,6 @@ def redis_server(root: Path) -> Iterator[str]:
     yields its URL. Skips (fails when peers are required, as in CI) without
     ``redis-server`` on PATH (Debian's package; scripts/test installs it as root) or
     the ``redis`` client package (the dev extra)."""
-    from conftest import missing_peer
-
     exe = shutil.which("redis-server")
     if exe is None:
         missing_peer("redis-server is not installed (apt-get install redis-server)")
