@@ -48,11 +48,16 @@ def _fake_foreign_distribution(site: Path) -> None:
         "mcp_sync/__init__.py,,\nmcp_sync/cli.py,,\nmcp_sync-0.4.2.dist-info/METADATA,,\n"
     )
     (info / "entry_points.txt").write_text("[console_scripts]\nmcp-sync = mcp_sync.cli:main\n")
+    # Python 3.12+ lists only the RECORD entries that exist.
+    (site / "mcp_sync").mkdir()
+    for name in ("__init__.py", "cli.py"):
+        (site / "mcp_sync" / name).write_text("")
 
 
 def test_the_other_project_installed_beside_this_one_is_detected(tmp_path: Path) -> None:
     _fake_foreign_distribution(tmp_path / "site")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(REPO)])}
+    # This checkout first: `import mcp_sync` is this one, the other is metadata and files.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path / "site")])}
     done = subprocess.run(
         [sys.executable, "-c", "from mcp_sync._identity import foreign_install; print(foreign_install())"],
         env=env, capture_output=True, text=True, timeout=60, check=True,
