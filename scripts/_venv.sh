@@ -64,7 +64,7 @@ pip_install() {
         return
     fi
     local log="$VENV/pip-install.log"
-    echo "    (a first install downloads and unpacks every package: minutes; log: $log)" >&2
+    echo "    (a first install downloads and unpacks every package; log: $log)" >&2
     "$VPY" -m pip install --disable-pip-version-check -e "$spec" >"$log" 2>&1 &
     local pip_pid=$! rc=0
     while kill -0 "$pip_pid" 2>/dev/null; do
