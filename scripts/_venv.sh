@@ -11,13 +11,30 @@ die() {
 VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 
+# phase NAME: print "==> NAME" and remember when it started; phase_done prints how long
+# it took. One line per phase, so a long first install is never silent.
+_phase_name=""
+_phase_start=0
+_script_start=$SECONDS
+phase() {
+    _phase_name="$1"
+    _phase_start=$SECONDS
+    echo "==> $_phase_name" >&2
+}
+phase_done() {
+    local note="${1:-}"
+    echo "    $_phase_name: ${note:+$note, }$((SECONDS - _phase_start)) s (total $((SECONDS - _script_start)) s)" >&2
+}
+
 # ensure_venv: create .venv with python3 (>= 3.11) unless a working one is there.
 ensure_venv() {
     local py="${PYTHON:-python3}"
     command -v "$py" >/dev/null 2>&1 || die "$py not found on PATH (Python >= 3.11 is required)"
     "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
         || die "$py is $("$py" -V 2>&1); Python >= 3.11 is required"
+    phase "virtualenv (.venv)"
     if [ -x "$VPY" ] && "$VPY" -c '' >/dev/null 2>&1; then
+        phase_done "already there"
         return
     fi
     if [ -e "$VENV" ]; then
@@ -26,25 +43,49 @@ ensure_venv() {
         rm -rf "$VENV"
     fi
     "$py" -m venv "$VENV" || die "could not create $VENV with $py -m venv"
+    phase_done "created with $("$py" -V 2>&1)"
 }
 
-# pip_install SPEC: `pip install -e SPEC` into .venv, silently. pip's output (including
+# pip_install SPEC: `pip install -e SPEC` into .venv. pip's own output (including
 # warnings about this machine's extra package indexes) goes to a log that is shown only
-# when the install fails. A stamp per SPEC holding the hash of pyproject.toml skips the
-# install (about 3 s even when nothing changes) until pyproject.toml changes.
+# when the install fails; a line every 30 s says it is still going. A stamp per SPEC
+# holding the hash of pyproject.toml skips the install (about 3 s even when nothing
+# changes) until pyproject.toml changes. pip's download and wheel cache
+# (~/.cache/pip) is kept between runs, so a reinstall downloads nothing it has seen.
 pip_install() {
     local spec="$1"
     local name="${spec//[^a-z]/}"
     local stamp="$VENV/.mcp_sync-install-stamp-${name:-base}"
     local want
     want="$spec $(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+    phase "pip install -e '$spec'"
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+        phase_done "up to date with pyproject.toml"
         return
     fi
     local log="$VENV/pip-install.log"
-    if ! "$VPY" -m pip install --disable-pip-version-check -q -e "$spec" >"$log" 2>&1; then
+    echo "    (a first install downloads and unpacks every package; log: $log)" >&2
+    "$VPY" -m pip install --disable-pip-version-check -e "$spec" >"$log" 2>&1 &
+    local pip_pid=$! rc=0
+    while kill -0 "$pip_pid" 2>/dev/null; do
+        local waited=0
+        while [ "$waited" -lt 30 ] && kill -0 "$pip_pid" 2>/dev/null; do
+            sleep 1
+            waited=$((waited + 1))
+        done
+        if kill -0 "$pip_pid" 2>/dev/null; then
+            local last
+            last="$(grep -E '^(Collecting|Downloading|Installing|Building|Preparing)' "$log" | tail -n1 | cut -c1-100)"
+            echo "    ... $((SECONDS - _phase_start)) s${last:+: $last}" >&2
+        fi
+    done
+    wait "$pip_pid" || rc=$?
+    if [ "$rc" -ne 0 ]; then
         cat "$log" >&2
         die "pip install -e '$spec' failed (log above, also in $log)"
     fi
     printf '%s\n' "$want" >"$stamp"
+    local installed
+    installed="$(grep '^Successfully installed' "$log" | wc -w)"
+    phase_done "$((installed > 2 ? installed - 2 : 0)) packages installed"
 }

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from conftest import REPO_ROOT, free_port
+from conftest import REPO_ROOT, free_port, missing_peer
 from test_docs import fenced_blocks
 
 from mcp_sync.testing import server_command
@@ -198,6 +198,49 @@ def stop(running: Running, sig: int = signal.SIGTERM) -> int:
             proc.wait(10)
             raise AssertionError(f"{proc.args[:3]} did not stop on SIGTERM:\n{running.output()}") from None
     return proc.returncode
+
+
+# ------------------------------------------------------------------ a Redis broker
+
+
+@contextlib.contextmanager
+def redis_server(root: Path) -> Iterator[str]:
+    """A private Redis server on a free loopback port, for as long as the block runs:
+    yields its URL. Skips (fails when peers are required, as in CI) without
+    ``redis-server`` on PATH (Debian's package; scripts/test installs it as root) or
+    the ``redis`` client package (the dev extra)."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        missing_peer("redis-server is not installed (apt-get install redis-server)")
+    try:
+        import redis  # noqa: F401  (kombu's Redis transport imports it in the worker)
+    except ImportError:
+        missing_peer("the redis client package is not installed (pip install -e '.[dev]')")
+    data = root / "redis"
+    data.mkdir()
+    port = free_port()
+    argv = [
+        exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data), "--save", "",
+        "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
+    ]  # fmt: skip
+    with (data / "redis.log").open("w+b") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        running = Running(proc, log)
+        try:
+            def up() -> bool:
+                assert proc.poll() is None, f"redis-server exited early:\n{running.output()}"
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+                        sock.sendall(b"PING\r\n")
+                        return sock.recv(16).startswith(b"+PONG")
+                except OSError:
+                    return False
+
+            wait_for(up, "redis-server to answer PING")
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            stop(running)
 
 
 # ------------------------------------------------------------------ gunicorn and HTTP

@@ -30,17 +30,23 @@ from mcp_sync._jsonrpc import check_arguments, decode_line
 from mcp_sync.testing import server_command
 
 MIB = 1024 * 1024
+# How long the library's threads may take to end after close(): a cap, not an
+# expectation (they end in milliseconds; a loaded machine can starve them for seconds).
+THREADS_END_CAP = 30.0
 
 
 def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def _no_library_threads(within: float = 5.0) -> None:
+def _no_library_threads(within: float = THREADS_END_CAP) -> None:
+    """Wait for the library's threads to end (joining them: the event itself), failing
+    only past a cap generous enough for a loaded machine."""
     deadline = time.monotonic() + within
-    while library_threads():
-        assert time.monotonic() < deadline, library_threads()
-        time.sleep(0.01)
+    while threads := library_threads():
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        assert time.monotonic() < deadline or not library_threads(), library_threads()
 
 
 @contextmanager
@@ -216,7 +222,7 @@ def test_a_ping_flood_with_stdin_stalled_never_holds_a_caller_past_its_deadline(
             session.call_tool(
                 "ping_flood", {"count": 50_000, "stall_ms": 60_000, "reply": False}, timeout_ms=1_000
             )
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started < 1.0 + 2.0  # the deadline plus a tolerance for load
         assert caught.value.kind in ("timeout", "protocol_error")
         with timed(3.5):
             session.close()
@@ -263,7 +269,8 @@ def test_one_ping_with_stdin_stalled_does_not_stretch_a_call() -> None:
         # Its frame takes the last place; it then reads, and meets the ping.
         with pytest.raises(mcp_sync.Timeout):
             session.call_tool("echo", {"message": "late"}, timeout_ms=1_500)
-        assert time.monotonic() - started < 1.5 + 1.0
+        # The deadline plus a tolerance for load, under the 1.5 + 3 s of the old stretch.
+        assert time.monotonic() - started < 1.5 + 2.0
 
 
 def test_a_reply_that_cannot_be_queued_in_time_ends_the_session() -> None:
@@ -363,22 +370,31 @@ def test_ctrl_c_at_random_instants_never_wedges_the_session() -> None:
                 others.append("timeout")
 
     helpers = [threading.Thread(target=other_caller, args=(f"t{i}-",)) for i in range(2)]
-    with _Interrupts() as interrupts:
+    answered = 0
+    try:
+        with _Interrupts() as interrupts:
+            for helper in helpers:
+                helper.start()
+            # Rounds until both sides of the race were seen often enough: a loaded
+            # machine slows the calls (more of them are interrupted), not the contract.
+            give_up = time.monotonic() + 60
+            while (interrupts.count < 100 or answered < 1_000) and time.monotonic() < give_up:
+                answered += _interrupted_loop(session, 500, interrupts)
+        stop.set()
         for helper in helpers:
-            helper.start()
-        answered = _interrupted_loop(session, 4_000, interrupts)
-    stop.set()
-    for helper in helpers:
-        helper.join(10)
-    assert interrupts.count >= 100, "the test must actually interrupt calls"
-    assert answered >= 1_000
-    assert not [o for o in others if o.startswith("crossed")]
-    # The session is whole: calls answer, in order, and close() tears it down.
-    assert not session.closed
-    for index in range(50):
-        assert session.call_tool("echo", {"message": f"after{index}"}).content[0]["text"] == f"after{index}"
-    with timed(3.5):
-        session.close()
+            helper.join(10)
+        assert interrupts.count >= 100, "the test must actually interrupt calls"
+        assert answered >= 1_000, "the test must see calls answered between the interrupts"
+        assert not [o for o in others if o.startswith("crossed")]
+        # The session is whole: calls answer, in order, and close() tears it down.
+        assert not session.closed
+        for index in range(50):
+            assert session.call_tool("echo", {"message": f"after{index}"}).content[0]["text"] == f"after{index}"
+        with timed(3.5):
+            session.close()
+    finally:
+        stop.set()
+        session.close()  # a failed assertion above must not leave threads to fail the next check
     wait_gone(pid)
     _no_library_threads()
     assert _fds() <= before + 1

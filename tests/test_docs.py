@@ -1,10 +1,18 @@
 """The docs are tested like code, so they cannot rot.
 
-- Every fenced ```python block of README.md and docs/**/*.md runs. The blocks
-  of one page run top to bottom in one namespace, in a fresh interpreter whose
-  working directory is a temporary directory: one pytest case per page. A
-  block whose info string is ```python no-run is skipped (framework snippets
-  whose framework is not installed, snippets that need a remote server).
+- Every fenced ```python block of README.md and docs/**/*.md runs, in a fresh
+  interpreter per page whose working directory is a temporary directory: one
+  pytest case per page. Each block runs in a fresh namespace, as if pasted
+  alone, unless the page declares up front (before its first ``##`` heading)
+  that its examples share set-up, with the sentence SHARED_NOTE: its blocks
+  then run top to bottom in one namespace. A block whose info string is
+  ```python no-run is skipped (framework snippets whose framework is not
+  installed, snippets that need a remote server).
+- A page runs without the modules of the extras it does not declare: the
+  page and mcp_sync cannot import them (EXTRA_MODULES). A page declares its
+  extras up front in a ``> Needs:`` line naming
+  ``pip install 'mcp-sync-client[EXTRA]'``, and every page whose examples
+  use an extra's feature must (EXTRA_USES).
   A block of any language with ``file=PATH`` in its info string (```python
   file=tests/conftest.py, ```json file=servers.json) is not run but written
   to PATH under the working directory, once the blocks before it have run.
@@ -54,6 +62,43 @@ _RUNNABLE = {"python", "py", "python3"}
 _SKIP_FLAG = "no-run"
 # Blocks run elsewhere, and the test file that runs them.
 RUNS_IN = {"jupyter": "tests/test_frameworks_jupyter.py"}
+
+# What a page says, before its first ## heading, when its blocks build on each other.
+SHARED_NOTE = "The examples on this page build on each other: run them in order, in one interpreter."
+_NEEDS = re.compile(r"^> Needs: (.*(?:\n>(?! *$).*)*)", re.MULTILINE)
+_EXTRA = re.compile(r"pip install 'mcp-sync-client\[([a-z]+)\]'")
+# The top-level modules each extra of pyproject.toml installs.
+EXTRA_MODULES = {
+    "http": ("httpx",),
+    "validation": ("jsonschema",),
+    "auth": ("httpx", "joserfc", "cryptography"),
+}
+# Code in a page's blocks (run or not) that only works with an extra.
+EXTRA_USES = {
+    "connect_http(": ("http", "auth"),
+    "import httpx": ("http", "auth"),
+    "validate_output=True": ("validation",),
+    "mcp_sync.auth": ("auth",),
+    "from mcp_sync import auth": ("auth",),
+}
+
+
+def page_head(text: str) -> str:
+    """What a page says before its first ``##`` heading (its title and lead)."""
+    return _without_fences(text).split("\n## ", 1)[0]
+
+
+def declared_extras(text: str) -> set[str]:
+    return {extra for needs in _NEEDS.findall(page_head(text)) for extra in _EXTRA.findall(needs)}
+
+
+def shares_namespace(text: str) -> bool:
+    return SHARED_NOTE in " ".join(page_head(text).replace("\n>", "\n").split())
+
+
+def blocked_modules(extras: set[str]) -> tuple[str, ...]:
+    allowed = {module for extra in extras for module in EXTRA_MODULES[extra]}
+    return tuple(sorted({m for modules in EXTRA_MODULES.values() for m in modules} - allowed))
 
 
 @dataclass(frozen=True)
@@ -138,13 +183,38 @@ def fenced_blocks(text: str) -> list[Block]:
 
 
 # Runs in the child interpreter: argv[1] is the page, argv[2] its name for
-# messages, argv[3] a JSON file of its blocks. Each block is compiled with the
-# page as its filename and padded so that its line numbers are the page's.
+# messages, argv[3] a JSON file of its blocks, argv[4] a JSON object of options:
+# "shared" (the blocks run in one namespace, else each in a fresh one) and
+# "blocked" (top-level modules that the page and mcp_sync may not import: those of
+# the extras the page does not declare). Each block is compiled with the page as
+# its filename and padded so that its line numbers are the page's.
 _RUNNER = r"""
-import json, os, sys, traceback
+import importlib.util, json, os, sys, traceback
 page, display, blocks = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3], encoding="utf-8"))
+options = json.loads(sys.argv[4])
+library = os.path.dirname(importlib.util.find_spec("mcp_sync").origin) + os.sep
+
+class ExtraNotDeclared:
+    # Only imports made by the page or by mcp_sync are refused: a third-party
+    # package the page uses (an SDK built on httpx) brings its own dependencies.
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] not in options["blocked"]:
+            return None
+        frame = sys._getframe(1)
+        while frame is not None and (frame.f_code.co_filename.startswith("<frozen")
+                                     or "importlib" in frame.f_code.co_filename):
+            frame = frame.f_back
+        where = frame.f_code.co_filename if frame is not None else ""
+        if where == page or where.startswith(library):
+            raise ModuleNotFoundError(
+                f"No module named {name!r} ({display} does not declare the extra that installs it)", name=name)
+        return None
+
+sys.meta_path.insert(0, ExtraNotDeclared())
 namespace = {"__name__": "__main__", "__file__": page}
 for block in blocks:
+    if not options["shared"]:
+        namespace = {"__name__": "__main__", "__file__": page}
     code = "\n" * (block["line"] - 1) + block["code"]
     try:
         if block["file"] is not None:
@@ -168,7 +238,13 @@ for block in blocks:
 
 
 def _run_page(
-    page: Path, blocks: list[Block], workdir: Path, extra_env: dict[str, str] | None = None
+    page: Path,
+    blocks: list[Block],
+    workdir: Path,
+    extra_env: dict[str, str] | None = None,
+    *,
+    shared: bool = True,
+    blocked: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     display = str(page.relative_to(REPO))
     spec = workdir.parent / f"{workdir.name}-blocks.json"
@@ -186,7 +262,8 @@ def _run_page(
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra_env or {})
     proc = subprocess.Popen(
-        [sys.executable, "-c", _RUNNER, str(page), display, str(spec)],
+        [sys.executable, "-c", _RUNNER, str(page), display, str(spec),
+         json.dumps({"shared": shared, "blocked": list(blocked)})],
         cwd=workdir,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -219,7 +296,11 @@ def test_python_blocks_run(page: Path, tmp_path: Path, model_api: StandIn) -> No
         return
     workdir = tmp_path / "cwd"
     workdir.mkdir()
-    result = _run_page(page, blocks, workdir, environment(model_api))
+    text = page.read_text(encoding="utf-8")
+    result = _run_page(
+        page, blocks, workdir, environment(model_api),
+        shared=shares_namespace(text), blocked=blocked_modules(declared_extras(text)),
+    )  # fmt: skip
     if result.returncode != 0:
         pytest.fail(
             f"{page.relative_to(REPO)}: a python block failed (exit {result.returncode})\n"
@@ -227,6 +308,74 @@ def test_python_blocks_run(page: Path, tmp_path: Path, model_api: StandIn) -> No
             pytrace=False,
         )
     assert model_api.problems == [], model_api.problems
+
+
+GUIDES = [page for page in PAGES if page.parent.name in ("guides", "concepts")]
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=[str(page.relative_to(REPO)) for page in GUIDES])
+def test_pages_that_use_an_extra_say_so_up_front(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    declared = declared_extras(text)
+    assert declared <= set(_project_extras()), f"unknown extras {declared - set(_project_extras())}"
+    code = "".join(b.code for b in fenced_blocks(text) if b.language in _RUNNABLE)
+    for use, extras in EXTRA_USES.items():
+        if use in code:
+            assert declared & set(extras), (
+                f"{page.relative_to(REPO)}: its examples use {use!r}; say up front "
+                f"\"> Needs: `pip install 'mcp-sync-client[{extras[0]}]'`\""
+            )
+
+
+def _project_extras() -> dict[str, list[str]]:
+    import tomllib
+
+    with (REPO / "pyproject.toml").open("rb") as handle:
+        extras: dict[str, list[str]] = tomllib.load(handle)["project"]["optional-dependencies"]
+    return extras
+
+
+def test_extra_modules_match_pyproject() -> None:
+    extras = _project_extras()
+    for extra, modules in EXTRA_MODULES.items():
+        names = {r.split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip() for r in extras[extra]}
+        assert set(modules) == names, (extra, names)
+
+
+def test_the_runner_gives_each_block_a_fresh_namespace_unless_shared(tmp_path: Path) -> None:
+    page = REPO / "docs" / "__probe__.md"  # never written: only its name is used
+    blocks = [Block(3, "python", (), "x = 1\n"), Block(7, "python", (), "print(x)\n")]
+    for shared, code in ((True, 0), (False, 1)):
+        workdir = tmp_path / f"cwd-{shared}"
+        workdir.mkdir()
+        result = _run_page(page, blocks, workdir, shared=shared)
+        assert result.returncode == code, result.stderr
+    assert "NameError: name 'x' is not defined" in result.stderr
+
+
+def test_the_runner_refuses_an_undeclared_extra_to_the_page_and_the_library(tmp_path: Path) -> None:
+    page = REPO / "docs" / "__probe__.md"
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    result = _run_page(page, [Block(3, "python", (), "import httpx\n")], workdir, blocked=("httpx",))
+    assert result.returncode == 1
+    assert "No module named 'httpx' (docs/__probe__.md does not declare the extra" in result.stderr
+    # The library's own lazy import is refused too (the error says which extra).
+    code = "import mcp_sync\nmcp_sync.connect_http(server='x', url='http://127.0.0.1:9/mcp')\n"
+    result = _run_page(page, [Block(3, "python", (), code)], tmp_path / "cwd", blocked=("httpx",))
+    assert result.returncode == 1 and "mcp-sync-client[http]" in result.stderr, result.stderr
+
+
+def test_page_heads_declare_extras_and_shared_set_up() -> None:
+    text = (
+        "# T\n\n> Needs: `pip install 'mcp-sync-client[http]'` and\n> `pip install 'mcp-sync-client[auth]'`.\n>\n"
+        + "> {}:\n> {}\n".format(*SHARED_NOTE.split(": "))
+        + "\n## Later\n\n> Needs: `pip install 'mcp-sync-client[validation]'`\n"
+    )
+    assert declared_extras(text) == {"http", "auth"}
+    assert shares_namespace(text)
+    assert not shares_namespace(f"# T\n\n## Later\n\n{SHARED_NOTE}\n")
+    assert blocked_modules({"http"}) == ("cryptography", "joserfc", "jsonschema")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
@@ -421,6 +570,57 @@ def test_troubleshooting_lists_every_library_message() -> None:
     page = " ".join((DOCS / "troubleshooting.md").read_text(encoding="utf-8").split())
     missing = [f"{f}:{line}: {text!r}" for f, line, text in library_messages() if text not in page]
     assert not missing, "docs/troubleshooting.md does not mention:\n  " + "\n  ".join(missing)
+
+
+# ---------------------------------------------------------------- counts and lists that could rot
+
+_NUMBER_WORDS = {8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen", 14: "fourteen"}
+
+
+def _session_kinds() -> set[str]:
+    """Every ``kind`` of mcp_sync's session errors; ``auth_failed`` (the OAuth extra's)
+    has its own section of the troubleshooting page."""
+    import mcp_sync
+    from mcp_sync import _errors
+
+    return {
+        cls.kind
+        for cls in vars(_errors).values()
+        if isinstance(cls, type) and issubclass(cls, mcp_sync.McpError) and cls is not mcp_sync.McpError
+    } - {"auth_failed"}
+
+
+def _kinds_table() -> list[str]:
+    """The kinds in the first table of docs/troubleshooting.md, in order."""
+    text = (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
+    table = text.split("\n\n| kind |", 1)[1].split("\n\n", 1)[0]
+    return re.findall(r"^\| `([a-z_]+)` \|", table, re.MULTILINE)
+
+
+def test_troubleshooting_counts_and_lists_every_kind() -> None:
+    table = _kinds_table()
+    assert set(table) == _session_kinds() and len(table) == len(set(table)), table
+    text = " ".join((DOCS / "troubleshooting.md").read_text(encoding="utf-8").split())
+    assert f"is one of {_NUMBER_WORDS[len(table)]} stable strings" in text
+    assert "## `auth_failed` and OAuth" in (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
+
+
+def test_readme_names_every_kind_and_counts_the_limits() -> None:
+    import dataclasses
+
+    import mcp_sync
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    missing = [kind for kind in sorted(_session_kinds() | {"auth_failed"}) if f"`{kind}`" not in readme]
+    assert not missing, f"README.md does not name the error kinds {missing}"
+    limits = len(dataclasses.fields(mcp_sync.Limits))
+    assert f"{_NUMBER_WORDS[limits]} limits" in " ".join(readme.split())
+
+
+def test_readme_names_every_extra() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    missing = [extra for extra in _project_extras() if f"`[{extra}]`" not in readme]
+    assert not missing, f"README.md's install section does not name the extras {missing}"
 
 
 # ---------------------------------------------------------------- the checker itself

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 import urllib.request
@@ -232,7 +233,7 @@ def test_thread_check_waits_for_a_library_thread_that_is_ending() -> None:
 
 def test_thread_check_fails_on_a_leaked_library_thread(pytester: pytest.Pytester) -> None:
     conftest = Path(__file__).with_name("conftest.py").read_text()
-    # A short grace period keeps this test fast; the real one is 5 s.
+    # A short grace period keeps this test fast; the real one is 15 s.
     pytester.makeconftest(conftest + "\nTHREAD_LEAK_GRACE = 0.2\n")
     pytester.makepyfile(
         """
@@ -252,16 +253,167 @@ def test_thread_check_fails_on_a_leaked_library_thread(pytester: pytest.Pytester
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_the_wheel_ships_py_typed_the_testing_package_and_the_command(tmp_path: Path) -> None:
-    # Offline: the build uses the venv's setuptools and wheel.
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation",
-         "-q", "-w", str(tmp_path)],
-        check=True, capture_output=True, timeout=120,
-    )
-    (wheel,) = tmp_path.glob("mcp_sync_client-*.whl")
+def _build(tmp_path: Path) -> tuple[Path, Path, str]:
+    """The sdist and the wheel, built offline (``--no-isolation``: the venv's pinned
+    setuptools), and what the build printed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "-o", str(tmp_path / "dist"),
+         str(REPO)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (sdist,) = (tmp_path / "dist").glob("mcp_sync_client-*.tar.gz")
+    (wheel,) = (tmp_path / "dist").glob("mcp_sync_client-*.whl")
+    return sdist, wheel, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    return _build(tmp_path_factory.mktemp("build"))
+
+
+def test_the_build_is_clean_and_passes_twine_check(built: tuple[Path, Path, str]) -> None:
+    sdist, wheel, output = built
+    assert "Deprecat" not in output and "deprecat" not in output, output
+    done = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("PASSED") == 2, done.stdout
+
+
+def test_the_wheel_ships_py_typed_the_testing_package_the_command_and_the_license(
+    built: tuple[Path, Path, str],
+) -> None:
+    _, wheel, _ = built
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
         assert "mcp-sync = mcp_sync.cli:main" in archive.read(entry_points).decode()
+        meta = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert {"mcp_sync/py.typed", "mcp_sync/__init__.py", "mcp_sync/testing/__main__.py"} <= names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), sorted(names)
+    assert "License-Expression: MIT" in meta
+    assert "License-File: LICENSE" in meta
+    assert "Classifier: Programming Language :: Python :: 3.13" in meta
+    assert "Requires-Python: >=3.11" in meta
+
+
+def _runtime_closure(name: str) -> set[str]:
+    """The installed distributions ``name`` needs at run time without extras."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = canonicalize_name(todo.pop())
+        if current in seen:
+            continue
+        seen.add(current)
+        for line in metadata.requires(current) or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return seen
+
+
+def _fresh_venv_with(wheel: Path, root: Path) -> Path:
+    """A new virtualenv holding the wheel and, offline, only its runtime dependencies
+    (linked from this venv through a .pth file, no extras): returns its python."""
+    from importlib import metadata
+
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q",
+         "--disable-pip-version-check", str(wheel)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    deps = root / "deps"
+    deps.mkdir()
+    for name in _runtime_closure("mcp-sync-client") - {"mcp-sync-client"}:
+        dist = metadata.distribution(name)
+        tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
+        for top in tops:
+            source = Path(str(dist.locate_file(top)))
+            if source.exists() and not (deps / top).exists():
+                (deps / top).symlink_to(source)
+    site = next((venv / "lib").glob("python3.*/site-packages"))
+    (site / "runtime-deps.pth").write_text(f"{deps}\n")
+    return python
+
+
+def test_the_wheel_installed_without_extras_runs_the_demo(built: tuple[Path, Path, str], tmp_path: Path) -> None:
+    _, wheel, _ = built
+    python = _fresh_venv_with(wheel, tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
+    probe = subprocess.run(
+        [str(python), "-c", "import importlib.util as u, mcp_sync; print(mcp_sync.__file__, u.find_spec('httpx'))"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert str(tmp_path / "venv") in probe.stdout and probe.stdout.rstrip().endswith("None"), probe.stdout
+    for argv, says in (
+        ([str(python.parent / "mcp-sync"), "demo"], "Echo a message back."),
+        ([str(python), "-m", "mcp_sync", "demo"], "Echo a message back."),
+        ([str(python), "-m", "mcp_sync.demo"], "echo -> 'hello from mcp_sync'"),  # what scripts/demo runs
+    ):
+        done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert says in done.stdout, done.stdout
+    identity = subprocess.run(
+        [str(python), "-c", "from mcp_sync._identity import foreign_install; print(foreign_install())"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert identity.stdout.strip() == "None", identity.stdout
+    # Another install overwriting one of its files (as the unrelated `mcp-sync` does) shows.
+    cli = next((tmp_path / "venv" / "lib").glob("python3.*/site-packages/mcp_sync/cli.py"))
+    cli.write_text(cli.read_text() + "\n# overwritten\n")
+    identity = subprocess.run(
+        [str(python), "-c", "from mcp_sync._identity import foreign_install; print(foreign_install())"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert "Files of mcp-sync-client that another install changed: mcp_sync/cli.py." in identity.stdout
+
+
+def test_the_sdists_tests_run_from_the_unpacked_sdist(built: tuple[Path, Path, str], tmp_path: Path) -> None:
+    sdist, _, _ = built
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path, filter="data")
+    (root,) = tmp_path.glob("mcp_sync_client-*")
+    for name in ("LICENSE", "README.md", "tests/support.py", "tests/conftest.py", "docs/index.md",
+                 "examples/servers.json", "scripts/test"):  # fmt: skip
+        assert (root / name).is_file(), name
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(root)  # the sdist's mcp_sync, not this checkout's
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "tests/test_config.py",
+         "tests/test_identity.py"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout and "No module named" not in done.stdout
+
+
+def test_stress_runs_the_suite_beside_two_cpu_hogs_and_reports_each_run(tmp_path: Path) -> None:
+    # One short run of a two-test file (one fails) stands in for N runs of the suite.
+    (tmp_path / "test_two.py").write_text("def test_ok():\n    pass\n\n\ndef test_bad():\n    assert False\n")
+    env = {**os.environ, "MCP_SYNC_TEST_WORKERS": "0"}
+    done = subprocess.run(
+        [str(REPO / "scripts" / "stress"), "1", str(tmp_path / "test_two.py")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    hogs = [int(pid) for pid in out.split("(pids ", 1)[1].split(")", 1)[0].split()]
+    assert len(hogs) == 2
+    assert "run 1/1: 1 failed, 1 passed in " in out and "[wall " in out, out
+    assert "FAILED " in out and "test_bad" in out, out
+    assert "0 of 1 runs green" in out, out
+    # The trap killed the hogs (and the script reaped them).
+    assert not [pid for pid in hogs if is_alive(pid)]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import connect_fake, fake_pid, library_threads, logged, rss_bytes, timed, wait_gone
+from support import connect_fake, cpu_bounded, fake_pid, library_threads, logged, rss_bytes, timed, wait_gone
 
 import mcp_sync
 from mcp_sync import _jsonrpc
@@ -307,7 +307,10 @@ def test_shared_subgraph_expansion_stops_early() -> None:
     for _ in range(40):
         value = [value] * 40  # 40**40 leaves once encoded
     with connect_fake() as session:
-        with timed(1.0), pytest.raises(mcp_sync.ProtocolError, match="max_outbound_frame_bytes"):
+        # CPU time, not wall-clock time: two CPU hogs beside the suite stretched this
+        # to 4.75 s of wall time. Encoding up to the 1 MiB limit takes ~0.5 s of CPU; the
+        # expansion it guards against (40**40 leaves) would never end.
+        with cpu_bounded(3.0), pytest.raises(mcp_sync.ProtocolError, match="max_outbound_frame_bytes"):
             session.call_tool("echo", {"message": "x", "graph": value})
         assert not session.closed
 
@@ -512,10 +515,11 @@ def test_without_an_observer_stderr_is_discarded() -> None:
 
 
 def test_no_threads_left_after_the_whole_module() -> None:
-    deadline = time.monotonic() + 5
-    while any(t.is_alive() for t in library_threads()):
-        assert time.monotonic() < deadline, library_threads()
-        time.sleep(0.01)
+    # Joins (waits on the threads' end itself); 30 s is a cap for a loaded machine.
+    deadline = time.monotonic() + 30
+    for thread in library_threads():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    assert not [t for t in library_threads() if t.is_alive()], library_threads()
 
 
 def test_pids_are_reaped_after_failures(tmp_path: Path) -> None:

@@ -1,26 +1,15 @@
-"""Celery settings for the test (scaffolding): kombu's filesystem transport as
-the broker and the file result backend, both in this directory, so no broker
-server is needed."""
+"""Celery settings for the test (scaffolding): a private Redis server, started by the
+test and named by MCP_SYNC_TEST_BROKER, is both the broker and the result backend.
 
-from pathlib import Path
+(kombu's filesystem transport raced under load: a worker could read a message file
+while it was still being written, JSONDecodeError, and the client then timed out.
+Prefork pool processes cannot share ``memory://``, and the client is another process.)
+"""
 
-_here = Path(__file__).resolve().parent
-_queue = _here / "broker" / "queue"
-_processed = _here / "broker" / "processed"
-_results = _here / "results"
-for _folder in (_queue, _processed, _results):
-    _folder.mkdir(parents=True, exist_ok=True)
+import os
 
-broker_url = "filesystem://"
-broker_transport_options = {
-    "data_folder_in": str(_queue),
-    "data_folder_out": str(_queue),
-    "processed_folder": str(_processed),
-    "store_processed": False,
-    "polling_interval": 0.05,
-}
+broker_url = result_backend = os.environ["MCP_SYNC_TEST_BROKER"]
 broker_connection_retry_on_startup = True
-result_backend = f"file://{_results}"
 task_serializer = result_serializer = "json"
 accept_content = ["json"]
 worker_prefetch_multiplier = 1
