@@ -176,7 +176,7 @@ def _connect(
     }
 
     if url is not None:
-        from ._http import check_http_options
+        from ._transports._options import check_http_options
 
         http_options = check_http_options(
             server,
@@ -194,7 +194,7 @@ def _connect(
                 )
             if auth is not None:
                 raise ProtocolError("option auth applies to Streamable HTTP, not to transport=sse")
-            from ._sse import SseTransport
+            from ._transports.http_sse import SseTransport
 
             def open_sse() -> _Core:
                 core = _Core(server, limits, diagnostics, **features)
@@ -224,7 +224,7 @@ def _connect(
         raise ProtocolError(
             "options headers and allow_insecure_http apply only to an HTTP server (url)"
         )
-    from ._stdio import StdioTransport, child_environment
+    from ._transports.stdio import StdioTransport, child_environment
 
     if not isinstance(command, str) or not command:
         raise ProtocolError("option command must be a non-empty string")
@@ -261,7 +261,7 @@ def _http_core(  # noqa: PLR0917
     binding: Any,
     features: dict[str, Any],
 ) -> _Core:
-    from ._http import HttpTransport
+    from ._transports.http import HttpTransport
 
     core = _Core(server, limits, diagnostics, **features)  # type: ignore[arg-type]
     core.transport = HttpTransport(core, limits=limits, auth=binding, **http_options)

@@ -47,6 +47,7 @@ from ._refresh import CatalogMixin
 from ._resources import ResourcesMixin
 from ._serverlog import LogLevelMixin
 from ._tasks import offers_task_extension
+from ._transports._base import NOTIFICATION, REQUEST, Outbound, Transport
 from ._validate import check_structured_output
 from ._versions import HANDSHAKE_PROTOCOL_VERSIONS, MODERN, SUPPORTED_PROTOCOL_VERSIONS
 
@@ -102,48 +103,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class Transport(Protocol):
-    """What a session needs from the thing that moves its frames."""
-
-    def send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
-        """Queue a frame, waiting at most ``timeout`` s for room; False if none came."""
-
-    def send_nowait(self, frame: bytes) -> bool:
-        """Queue a frame only if there is room now."""
-
-    def reply(self, frame: bytes) -> bool:
-        """Send a reply to a server request without making a caller wait for
-        room (SPEC 9.12); False if it could not be queued within
-        ``request_timeout_ms`` (SPEC 9.11)."""
-
-    def lead(self, done: Callable[[], bool], deadline: float) -> None:
-        """Read replies in the calling thread until ``done()`` or ``deadline``,
-        if that is how this transport works and nobody else reads (returning
-        at once is allowed)."""
-
-    def exchange(
-        self,
-        frame: bytes,
-        request_id: int,
-        timeout: float,
-        done: Callable[[], bool],
-        deadline: float,
-        *,
-        headers: Mapping[str, str] | None = None,
-        hold: float | None = None,
-    ) -> bool:
-        """``send`` a request frame; then optionally read replies in the calling
-        thread until ``done()`` or ``deadline`` (returning at once is allowed).
-        ``headers``: the request's own MCP headers (modern era, HTTP only).
-        ``hold``: a later deadline the reply may still be awaited until (one
-        progress may extend): a transport that reads replies on its own
-        threads keeps reading that long."""
-
-    def shutdown(self, wait: bool) -> None:
-        """Tear down (idempotent). ``wait``: block until a teardown already
-        running in another thread has finished."""
-
-
 class _Pending:
     """One caller's wait for one reply.
 
@@ -194,22 +153,15 @@ class _Pending:
                 del error
         return self.result
 
-    def settle(  # noqa: PLR0917
-        self,
-        transport: Transport,
-        frame: bytes,
-        request_id: int,
-        timeout: float,
-        deadline: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> bool:
+    def settle(self, transport: Transport, item: Outbound, timeout: float, deadline: float) -> bool:
         """Send the request and wait for its reply until ``deadline``; False
-        if the deadline (or the wait for room in the queue) came first.
-        ``headers``: the request's own MCP headers (modern era, HTTP only)."""
-        if headers is None:
-            sent = transport.exchange(frame, request_id, timeout, self.done, deadline)
-        else:
-            sent = transport.exchange(frame, request_id, timeout, self.done, deadline, headers=headers)
+        if the deadline (or the wait for room in the queue) came first."""
+        leader = transport.leader  # stdio: read our own reply if nobody else reads
+        sent = (
+            transport.send(item, timeout)
+            if leader is None
+            else leader.exchange(item, timeout, self.done, deadline)
+        )
         return sent and self.wait(max(0.0, deadline - time.monotonic()))
 
 
@@ -224,15 +176,7 @@ class Watch(Protocol):
     def retry(self) -> None:
         """The same call sends a new request (a retry after ``input_required``)."""
 
-    def follow(  # noqa: PLR0917
-        self,
-        entry: _Watched,
-        transport: Transport,
-        frame: bytes,
-        request_id: int,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> bool: ...
+    def follow(self, entry: _Watched, transport: Transport, item: Outbound, timeout: float) -> bool: ...
 
 
 class _Watched(_Pending):
@@ -253,16 +197,8 @@ class _Watched(_Pending):
         super().set_exception(error)
         self.watch.wake()
 
-    def settle(  # noqa: PLR0917
-        self,
-        transport: Transport,
-        frame: bytes,
-        request_id: int,
-        timeout: float,
-        deadline: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> bool:
-        return self.watch.follow(self, transport, frame, request_id, timeout, headers)
+    def settle(self, transport: Transport, item: Outbound, timeout: float, deadline: float) -> bool:
+        return self.watch.follow(self, transport, item, timeout)
 
 
 class _Core:
@@ -427,6 +363,7 @@ class _Core:
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
             self.limits.max_outbound_frame_bytes,
         )
+        item = Outbound(frame, REQUEST, request_id, method, headers)
         entry = _Pending() if watch is None else _Watched(watch)
         transport = self.transport
         assert transport is not None
@@ -437,7 +374,7 @@ class _Core:
                 if self._terminal is not None:
                     raise self._terminal._copy()
                 self._pending[request_id] = entry
-            if entry.settle(transport, frame, request_id, timeout, deadline, headers):
+            if entry.settle(transport, item, timeout, deadline):
                 return entry.outcome()
             # The deadline passed, waiting for room in the queue or for the reply.
             if self._abandon(request_id, cancellable):
@@ -474,7 +411,8 @@ class _Core:
             except ProtocolError:
                 return True
             # Best effort: a full queue drops it rather than making us late.
-            _log.cancelled(self.server, request_id, self.transport.send_nowait(frame))
+            item = Outbound(frame, NOTIFICATION, request_id, "notifications/cancelled")
+            _log.cancelled(self.server, request_id, self.transport.send_nowait(item))
         return True
 
     def send_and_forget(self, method: str, params: dict[str, Any]) -> None:
@@ -483,14 +421,15 @@ class _Core:
         transport = self.transport
         if self._terminal is not None or transport is None:
             return
+        request_id = next(self._ids)
         try:
             frame = encode(
-                {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params},
+                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
                 self.limits.max_outbound_frame_bytes,
             )
         except ProtocolError:
             return
-        transport.send_nowait(frame)
+        transport.send_nowait(Outbound(frame, REQUEST, request_id, method))
 
     def require(self, capability: str, what: str) -> None:
         """Raise (nothing sent) unless the session is open and the server
@@ -510,7 +449,7 @@ class _Core:
         assert transport is not None
         if self._terminal is not None:
             raise self._terminal._copy()
-        if not transport.send(frame, None, timeout):
+        if not transport.send(Outbound(frame, NOTIFICATION, None, method), timeout):
             raise Timeout(f"{method} could not be queued before handshake_timeout_ms expired")
 
     # ----------------------------------------------------------- reading
@@ -620,10 +559,31 @@ class _Core:
         if self.inbound.wants_server_messages():
             # Over HTTP, what the server sends outside a request's reply comes
             # on a stream of its own (a no-op over stdio).
-            listen = getattr(self.transport, "listen", None)
-            if listen is not None:
-                listen()
+            assert self.transport is not None
+            self.transport.listen()
         return info
+
+    def reopen(self, deadline: float) -> None:
+        """A new protocol session on the same transport, for an HTTP server
+        that forgot ours: ``initialize`` again at the version in use (the
+        answer must keep that version and the tools capability), then
+        ``initialized``, all by ``deadline``. Raises a :class:`McpError`
+        when the server will not have it."""
+        version = self.protocol_version
+        if version is None:
+            raise ProtocolError("no session to reopen before the handshake")
+        where = f"server {self.server!r}"
+        result = self.request(
+            "initialize",
+            initialize_params(version, self.client_capabilities),
+            max(0.0, deadline - time.monotonic()),
+            lambda: f"initialize of a new session with {where}",
+            cancellable=False,
+        )
+        if not isinstance(result, dict) or result.get("protocolVersion") != version:
+            raise ProtocolError(f"{where} changed the protocolVersion of a new session")
+        check_capabilities(result.get("capabilities"), where, "initialize")
+        self.notify("notifications/initialized", max(0.0, deadline - time.monotonic()))
 
     def load_catalog(self, keep: Callable[[Tool], bool] | None = None) -> tuple[Tool, ...]:
         """Walk ``tools/list`` (in either era) into the frozen snapshot.

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from support import library_threads, rss_bytes, timed
 
 import mcp_sync
-from mcp_sync._http import SseParser, check_http_options
+from mcp_sync._transports._options import check_http_options
+from mcp_sync._transports._sse_parser import SseParser
 
 TOKEN = "tok_SECRET_9f8e7d6c5b4a"
 TOKEN_ENV = "MCP_SYNC_TEST_TOKEN"

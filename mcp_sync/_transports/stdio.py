@@ -8,10 +8,12 @@
 - waiter: reaps the child and notices when it exits.
 
 On the hot path a calling thread writes its own request and reads its own
-reply (``exchange``), so a sequential call crosses no thread boundary. A
+reply (``exchange``: the optional :class:`~._base.Leader` capability, which
+only this transport has), so a sequential call crosses no thread boundary. A
 caller never waits for anyone else while it reads: a reply to a server
 request that finds the queue full is left to the reader thread, which may
-wait (SPEC 9.11-9.12). Teardown (``shutdown``) runs once, in whichever thread
+wait (a reply never makes a caller wait; one that cannot be queued within
+``request_timeout_ms`` ends the session). Teardown (``shutdown``) runs once, in whichever thread
 ends the session first, or in a helper thread when the thread that meets the
 end is a caller or is in the middle of reading.
 
@@ -37,13 +39,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from secrets import token_hex
-from typing import Any, Protocol
+from typing import Any
 
+from .._errors import ConnectionClosed, ProtocolError, SpawnFailed
+from .._jsonrpc import decode_line
+from .._limits import Limits, reply_not_queued, seconds
+from .._redact import StderrTail
 from . import _proctree
-from ._errors import ConnectionClosed, ProtocolError, SpawnFailed
-from ._jsonrpc import decode_line
-from ._limits import Limits, reply_not_queued, seconds
-from ._redact import StderrTail
+from ._base import Leader, Outbound, ShutdownOnce, Sink
 
 __all__ = ["ENV_ALLOWLIST", "StdioTransport", "child_environment"]
 
@@ -70,7 +73,8 @@ _READ_SIZE = 65536
 _POLL_MAX_MS = 2**31 - 1
 # A caller writes its own frame only when one write(2) is sure to take all of
 # it: a pipe writes up to PIPE_BUF bytes atomically or not at all, so no
-# caller ever leaves half a frame behind (SPEC 9.6). Larger frames go through
+# caller ever leaves half a frame behind (a frame is written whole or not at
+# all, never interleaved with another). Larger frames go through
 # the writer thread.
 _DIRECT_MAX = getattr(select, "PIPE_BUF", 512)
 # stdout's state, changed only by the holder of the read token.
@@ -112,13 +116,6 @@ class _Outbound(queue.Queue[tuple[int | None, bytes] | None]):
             self.not_full.notify_all()
 
 
-class _Sink(Protocol):
-    def receive(self, line: bytes) -> None: ...
-    def terminate(self, error: ConnectionClosed | ProtocolError, *, wait: bool = False) -> None: ...
-    def claim(self, request_id: int) -> bool: ...
-    def transport_closed(self, stderr_tail: str) -> None: ...
-
-
 def _whole_frame(line: bytes) -> bool:
     """Whether ``line`` is a protocol frame on its own (resync after an interrupt)."""
     try:
@@ -133,9 +130,12 @@ def _owned(lock: Any) -> bool:
 
 
 class StdioTransport:
+    """A server process on our pipes: a :class:`~._base.Transport` that is
+    also its own :class:`~._base.Leader`."""
+
     def __init__(
         self,
-        sink: _Sink,
+        sink: Sink,
         *,
         server: str,
         command: str,
@@ -146,14 +146,13 @@ class StdioTransport:
         secrets: Sequence[str] = (),
     ) -> None:
         self._sink = sink
+        self.leader: Leader | None = self
         self._limits = limits
         self._queue = _Outbound(maxsize=limits.queue_capacity)
         self._tail = StderrTail(limits.max_stderr_bytes, secrets=secrets)
         self._exited = threading.Event()
         self._stdout_done = threading.Event()
-        self._shutdown_lock = threading.Lock()
-        self._shutdown_done = threading.Event()
-        self._shut_down = False
+        self._once = ShutdownOnce()
         self._teardown_thread: threading.Thread | None = None
         self._teardown_ident: int | None = None
         self._name = f"mcp_sync-{server}"
@@ -275,7 +274,7 @@ class StdioTransport:
                 ("waiter", self._wait_exit),
             )
         ]
-        self._reader, self._writer, self._stderr_reader, self._waiter = self._threads
+        self._reader, _, self._stderr_reader, _ = self._threads
         for thread in self._threads:
             thread.start()
 
@@ -285,7 +284,10 @@ class StdioTransport:
 
     # ----------------------------------------------------------- outbound
 
-    def send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
+    def send(self, item: Outbound, timeout: float) -> bool:
+        return self._send(item.frame, item.request_id, timeout)
+
+    def _send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
         if self._try_direct(frame, request_id):
             return True
         try:
@@ -319,25 +321,31 @@ class StdioTransport:
             if _owned(lock):
                 lock.release()
 
-    def send_nowait(self, frame: bytes) -> bool:
+    def send_nowait(self, item: Outbound) -> bool:
+        return self._send_nowait(item.frame)
+
+    def _send_nowait(self, frame: bytes) -> bool:
         try:
             self._queue.put_nowait((None, frame))
         except queue.Full:
             return False
         return True
 
+    def listen(self) -> None:
+        """Everything the server sends comes on stdout: nothing to open."""
+
     def reply(self, frame: bytes) -> bool:
         """Send a reply to a server request without ever making a caller wait
-        for room (SPEC 9.12). False only when it could not be queued within
-        ``request_timeout_ms`` (SPEC 9.11)."""
-        if self._try_direct(frame, None) or self.send_nowait(frame):
+        for room. False only when it could not be queued within
+        ``request_timeout_ms``."""
+        if self._try_direct(frame, None) or self._send_nowait(frame):
             return True
         if _owned(self._rlock) and threading.current_thread() is not self._reader:
             # A caller reading for everyone: it leaves the reply, and the
             # reading, to the reader thread (see _read_until).
             self._replies.append(frame)
             return True
-        return self.send(frame, None, seconds(self._limits.request_timeout_ms))
+        return self._send(frame, None, seconds(self._limits.request_timeout_ms))
 
     def _write_all(self, frame: bytes | memoryview) -> None:
         # A started frame is always finished: half a frame would corrupt
@@ -399,25 +407,19 @@ class StdioTransport:
     # deadline is looked at between chunks.
 
     def exchange(
-        self,
-        frame: bytes,
-        request_id: int,
-        timeout: float,
-        done: Callable[[], bool],
-        deadline: float,
-        *,
-        headers: Mapping[str, str] | None = None,
-        hold: float | None = None,
+        self, item: Outbound, timeout: float, done: Callable[[], bool], deadline: float
     ) -> bool:
         """Send a request and, if nobody else is reading, read until ``done()``
         or ``deadline``. False if the frame could not be queued in time.
-        (``headers`` and ``hold`` are for HTTP; stdio carries everything in
-        the frame, and its reader thread reads for as long as the session lasts.)
+        (``item.headers`` and ``item.hold`` are for HTTP; stdio carries
+        everything in the frame, and its reader thread reads for as long as
+        the session lasts.)
 
         The read token is taken and stdout disarmed *before* the write: a
         server that answers at once (on one CPU it runs the moment it is
         woken) would otherwise wake the reader thread with the reply.
         """
+        frame, request_id = item.frame, item.request_id
         # A thread that already holds the token is a callback calling from
         # inside a dispatch: it never reads (nor gives back) for itself.
         if not _owned(self._rlock):
@@ -431,7 +433,7 @@ class StdioTransport:
             finally:
                 if _owned(self._rlock):
                     self._give_read_side()
-        if not self.send(frame, request_id, timeout):
+        if not self._send(frame, request_id, timeout):
             return False
         self.lead(done, deadline)
         return True
@@ -456,7 +458,7 @@ class StdioTransport:
         rlock = self._rlock
         if self._epoll is None or not rlock.acquire(False):
             return False
-        if self._stdout_state is not _OPEN or self._replies or self._shut_down:
+        if self._stdout_state is not _OPEN or self._replies or self._once.begun:
             rlock.release()
             return False
         self._epoll.modify(self._stdout_fd, 0)
@@ -475,7 +477,7 @@ class StdioTransport:
                 self._partial.clear()
                 self._held = 0
                 self._resync = True
-            if self._stdout_state is _OPEN and not self._shut_down:
+            if self._stdout_state is _OPEN and not self._once.begun:
                 assert self._epoll is not None
                 self._epoll.modify(self._stdout_fd, select.EPOLLIN)
                 if self._chunk is not None or self._replies:
@@ -585,8 +587,8 @@ class StdioTransport:
         read token). False when one could not be queued in time: the session
         ends."""
         timeout = seconds(self._limits.request_timeout_ms)
-        while self._replies and not self._shut_down:
-            if not self.send(self._replies[0], None, timeout):
+        while self._replies and not self._once.begun:
+            if not self._send(self._replies[0], None, timeout):
                 self._sink.terminate(reply_not_queued(self._limits))
                 return False
             self._replies.popleft()
@@ -617,7 +619,7 @@ class StdioTransport:
                             break
         finally:
             self._stdout_done.set()
-        if stopped or self._shut_down:
+        if stopped or self._once.begun:
             return  # the session has already ended
         if self._stdout_state is _TOO_LONG:
             limit = self._limits.max_frame_bytes
@@ -678,14 +680,12 @@ class StdioTransport:
     # ----------------------------------------------------------- teardown
 
     def shutdown(self, wait: bool) -> None:
-        with self._shutdown_lock:
-            mine = not self._shut_down
-            self._shut_down = True
+        mine = self._once.begin()
         if mine:
             os.write(self._stop_w, b"x")
         if not mine:
             if wait and self._teardown_ident != threading.get_ident() and not _owned(self._rlock):
-                self._shutdown_done.wait()
+                self._once.wait()
                 helper = self._teardown_thread
                 if helper is not None and helper is not threading.current_thread():
                     helper.join(THREAD_JOIN)
@@ -710,7 +710,7 @@ class StdioTransport:
         try:
             self._teardown()
         finally:
-            self._shutdown_done.set()
+            self._once.finished()
 
     def _teardown(self) -> None:
         self._stop_writer()
