@@ -36,7 +36,7 @@ SCRIPT = textwrap.dedent(
         transport = session._core.transport
         report["pids"].append(transport.pid)
         report["leads"] = transport._epoll is not None
-        report["direct"] = transport._direct
+        report["direct"] = transport._stdin.direct
         results = []
         threads = [threading.Thread(target=lambda n=n: results.append(
             session.call_tool("add", {"a": n, "b": 1}).structured_content["sum"])) for n in range(16)]
