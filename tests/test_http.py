@@ -749,3 +749,18 @@ def test_sse_chunking_never_changes_the_result(cuts: list[int]) -> None:
         whole.retry_ms,
         whole.events,
     )
+
+
+def test_the_transports_import_nothing_above_them() -> None:
+    # A transport talks to the session core only through _transports._base.Sink:
+    # no import (module-level, local or type-only) of the session or its layers.
+    import ast
+    from pathlib import Path
+
+    forbidden = {"_session", "_eras", "_modern", "_client", "_progress", "_tasks", "_inbound", "_handlers"}
+    package = Path(mcp_sync.__file__).parent / "_transports"
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = {(node.module or "").split(".")[-1], *(alias.name for alias in node.names)}
+                assert not names & forbidden, (path.name, node.module)

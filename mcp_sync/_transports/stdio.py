@@ -272,7 +272,11 @@ class StdioTransport:
         self._stdout_fd = self._proc.stdout.fileno()
         self._stderr_fd = self._proc.stderr.fileno()
         self._stdin.attach(self._proc.stdin, posix)
-        # The read side (see ``lead``).
+        # The read token (see "Who reads stdout" below): guards stdout, the
+        # line being assembled (_partial, _held, _chunk, _pos, _reading,
+        # _resync, _stdout_state) and dispatch. The reader thread waits for
+        # it; a caller only tries it (``lead``), and teardown waits for it at
+        # most THREAD_JOIN before closing the descriptors.
         self._rlock = threading.RLock()
         self._partial: list[bytes] = []
         self._held = 0
