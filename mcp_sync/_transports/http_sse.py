@@ -30,7 +30,7 @@ from .._errors import ConnectionClosed, McpError, ProtocolError, Timeout
 from .._limits import Limits, seconds
 from .._redact import Redacted
 from .._workers import Workers
-from ._base import REQUEST, Leader, Outbound, ShutdownOnce, Sink
+from ._base import REPLY, REQUEST, Leader, Outbound, ShutdownOnce, Sink
 from ._exchange import Exchanger
 from ._options import StaticHeaders, import_httpx, own_client
 from ._sse_parser import SseParser
@@ -192,7 +192,7 @@ class SseTransport:
 
     def reply(self, frame: bytes) -> bool:
         # Server requests arrive on the reader thread: the writer POSTs the reply.
-        return self.send(Outbound(frame, "reply"), seconds(self._limits.request_timeout_ms))
+        return self.send(Outbound(frame, REPLY), seconds(self._limits.request_timeout_ms))
 
     def listen(self) -> None:
         """Every server message comes on the one event stream: nothing to open."""
