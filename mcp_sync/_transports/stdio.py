@@ -321,6 +321,11 @@ class StdioTransport:
     def pid(self) -> int:
         return self._child.pid
 
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit status, once it has been reaped (the teardown log shows it)."""
+        return self._child.returncode
+
     # ----------------------------------------------------------- outbound
 
     def send(self, item: Outbound, timeout: float) -> bool:
