@@ -570,8 +570,7 @@ class _Core:
         ``initialized``, all by ``deadline``. Raises a :class:`McpError`
         when the server will not have it."""
         version = self.protocol_version
-        if version is None:
-            raise ProtocolError("no session to reopen before the handshake")
+        assert version is not None  # a transport renews only a session it had
         where = f"server {self.server!r}"
         result = self.request(
             "initialize",
@@ -581,7 +580,8 @@ class _Core:
             cancellable=False,
         )
         if not isinstance(result, dict) or result.get("protocolVersion") != version:
-            raise ProtocolError(f"{where} changed the protocolVersion of a new session")
+            # (the new session must keep the version in use)
+            raise ProtocolError(f"{where} answered initialize with an unsupported protocolVersion")
         check_capabilities(result.get("capabilities"), where, "initialize")
         self.notify("notifications/initialized", max(0.0, deadline - time.monotonic()))
 
