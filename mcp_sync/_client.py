@@ -177,7 +177,7 @@ def _core(settings: Settings) -> _Core:
 
 
 def _stdio_core(settings: Settings, options: ConnectOptions) -> _Core:
-    from ._stdio import StdioTransport, child_environment
+    from ._transports.stdio import StdioTransport, child_environment
 
     env = options.env
     masked = (*(options.secrets or ()), *(env.values() if env else ()))
@@ -198,7 +198,7 @@ def _stdio_core(settings: Settings, options: ConnectOptions) -> _Core:
 def _http_options(options: HttpConnectOptions) -> dict[str, Any]:
     """The HTTP transports' keyword arguments: the token is read from its
     variable here, when connecting, never earlier."""
-    from ._http import check_http_options
+    from ._transports._options import check_http_options
 
     try:
         return check_http_options(
@@ -219,7 +219,7 @@ def _as_invalid(exc: ProtocolError) -> InvalidOption:
 
 
 def _http_core(settings: Settings, http_options: dict[str, Any], binding: Any) -> _Core:
-    from ._http import HttpTransport
+    from ._transports.http import HttpTransport
 
     core = _core(settings)
     core.transport = HttpTransport(core, limits=settings.limits, auth=binding, **http_options)
@@ -227,7 +227,7 @@ def _http_core(settings: Settings, http_options: dict[str, Any], binding: Any) -
 
 
 def _sse_core(settings: Settings, http_options: dict[str, Any]) -> _Core:
-    from ._sse import SseTransport
+    from ._transports.http_sse import SseTransport
 
     core = _core(settings)
     core.transport = SseTransport(core, limits=settings.limits, **http_options)

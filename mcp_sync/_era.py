@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from ._inbound import Inbound
     from ._limits import Limits
     from ._progress import ProgressRoute
-    from ._session import Transport, Watch
+    from ._session import Watch
+    from ._transports._base import Transport
 
 __all__ = [
     "COMPLETE",
@@ -151,6 +152,10 @@ class Era(Protocol):
     def listen(self, core: EraCore) -> None:
         """Open the channel on which the server sends what is not a reply,
         where the era has one and the session serves it."""
+
+    def reopen(self, core: EraCore, deadline: float) -> None:
+        """Open a new protocol session on the same transport at the version in
+        use (an HTTP server that forgot ours), by ``deadline`` (monotonic)."""
 
     def load_catalog(self, core: EraCore) -> tuple[Tool, ...]:
         """The first ``tools/list`` walk, with whatever this era checks in it."""

@@ -17,6 +17,7 @@ __all__ = [
     "check_arguments",
     "decode_line",
     "encode",
+    "error_object",
     "json_depth",
 ]
 
@@ -187,6 +188,19 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
         return None
     if isinstance(value, dict) and "jsonrpc" in value:
         return value
+    return None
+
+
+def error_object(message: dict[str, Any]) -> dict[str, Any] | None:
+    """A reply's ``error`` member if it is a well-formed JSON-RPC error
+    object (an integer ``code``, a string ``message``), else ``None``."""
+    error = message.get("error")
+    if (
+        isinstance(error, dict)
+        and type(error.get("code")) is int
+        and isinstance(error.get("message"), str)
+    ):
+        return error
     return None
 
 

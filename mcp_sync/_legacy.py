@@ -94,9 +94,27 @@ class LegacyEra:
         if core.inbound.wants_server_messages():
             # Over HTTP, what the server sends outside a request's reply comes
             # on a stream of its own (a no-op over stdio).
-            listen = getattr(core.transport, "listen", None)
-            if listen is not None:
-                listen()
+            assert core.transport is not None
+            core.transport.listen()
+
+    def reopen(self, core: EraCore, deadline: float) -> None:
+        """``initialize`` again at the version in use (the answer must keep
+        that version and the tools capability), then ``initialized``."""
+        version = self._version
+        assert version is not None  # a transport renews only a session it had
+        where = f"server {core.server!r}"
+        result = core.request(
+            "initialize",
+            initialize_params(version, core.client_capabilities, self._client_info),
+            max(0.0, deadline - time.monotonic()),
+            lambda: f"initialize of a new session with {where}",
+            cancellable=False,
+        )
+        if not isinstance(result, dict) or result.get("protocolVersion") != version:
+            # (the new session must keep the version in use)
+            raise ProtocolError(f"{where} answered initialize with an unsupported protocolVersion")
+        check_capabilities(result.get("capabilities"), where, "initialize")
+        core.notify("notifications/initialized", max(0.0, deadline - time.monotonic()))
 
     def load_catalog(self, core: EraCore) -> tuple[Tool, ...]:
         return core.load_catalog()

@@ -202,6 +202,10 @@ class ModernEra:
         """Nothing to open: the revision has no server requests, and what a
         request's progress and logs need comes on its own reply stream."""
 
+    def reopen(self, core: EraCore, deadline: float) -> None:
+        """Never called: the revision has no protocol session to renew."""
+        raise AssertionError("the 2026-07-28 era has no protocol session to renew")
+
     def load_catalog(self, core: EraCore) -> tuple[Tool, ...]:
         """Over HTTP a tool whose ``x-mcp-header`` declarations break the
         rules is left out of the catalog, with a ``tool-rejected``

@@ -23,13 +23,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from ._errors import ProtocolError
 from ._limits import MAX_SAFE_INTEGER, check_limit, seconds
 
 if TYPE_CHECKING:
-    from ._session import Transport, _Watched
+    from ._session import _Watched
+    from ._transports._base import Outbound, Transport
 
 __all__ = [
     "MAX_PROGRESS_MESSAGE_CHARS",
@@ -115,30 +116,24 @@ class ProgressRoute:
         with self._cond:
             self._last = -math.inf
 
-    def follow(  # noqa: PLR0917
-        self,
-        entry: _Watched,
-        transport: Transport,
-        frame: bytes,
-        request_id: int,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> bool:
-        """Send ``frame`` and wait for its reply, running callbacks as they
-        come, until the (movable) deadline. False: the deadline came first.
-        ``headers``: the request's own MCP headers (modern era, HTTP only)."""
+    def follow(self, entry: _Watched, transport: Transport, item: Outbound, timeout: float) -> bool:
+        """Send ``item`` and wait for its reply, running callbacks as they
+        come, until the (movable) deadline. False: the deadline came first."""
 
         def ready() -> bool:
             return entry.done() or bool(self._events)
 
-        extra: dict[str, Any] = {}
-        if headers is not None:
-            extra["headers"] = headers
         if self._extends and self.hard_deadline > self.deadline:
             # A transport reading on its own threads must keep reading past
             # the first deadline, up to the furthest progress may move it.
-            extra["hold"] = self.hard_deadline
-        if not transport.exchange(frame, request_id, timeout, ready, self.deadline, **extra):
+            item = item._replace(hold=self.hard_deadline)
+        leader = transport.leader
+        sent = (
+            transport.send(item, timeout)
+            if leader is None
+            else leader.exchange(item, timeout, ready, self.deadline)
+        )
+        if not sent:
             return False
         while True:
             self.run()
@@ -147,7 +142,8 @@ class ProgressRoute:
             if self.deadline <= time.monotonic():
                 return False
             # Read for ourselves if nobody else does; else wait to be woken.
-            transport.lead(ready, self.deadline)
+            if leader is not None:
+                leader.lead(ready, self.deadline)
             with self._cond:
                 remaining = self.deadline - time.monotonic()
                 if not ready() and remaining > 0:

@@ -43,6 +43,7 @@ from ._limits import Limits, request_budget, seconds
 from ._plan import ask, call_tool
 from ._progress import ProgressCallback
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
+from ._transports._base import NOTIFICATION, REQUEST, Outbound, Transport
 from ._validate import check_structured_output
 from ._versions import SUPPORTED_PROTOCOL_VERSIONS
 
@@ -95,48 +96,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class Transport(Protocol):
-    """What a session needs from the thing that moves its frames."""
-
-    def send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
-        """Queue a frame, waiting at most ``timeout`` s for room; False if none came."""
-
-    def send_nowait(self, frame: bytes) -> bool:
-        """Queue a frame only if there is room now."""
-
-    def reply(self, frame: bytes) -> bool:
-        """Send a reply to a server request without making a caller wait for
-        room (SPEC 9.12); False if it could not be queued within
-        ``request_timeout_ms`` (SPEC 9.11)."""
-
-    def lead(self, done: Callable[[], bool], deadline: float) -> None:
-        """Read replies in the calling thread until ``done()`` or ``deadline``,
-        if that is how this transport works and nobody else reads (returning
-        at once is allowed)."""
-
-    def exchange(
-        self,
-        frame: bytes,
-        request_id: int,
-        timeout: float,
-        done: Callable[[], bool],
-        deadline: float,
-        *,
-        headers: Mapping[str, str] | None = None,
-        hold: float | None = None,
-    ) -> bool:
-        """``send`` a request frame; then optionally read replies in the calling
-        thread until ``done()`` or ``deadline`` (returning at once is allowed).
-        ``headers``: the request's own MCP headers (modern era, HTTP only).
-        ``hold``: a later deadline the reply may still be awaited until (one
-        progress may extend): a transport that reads replies on its own
-        threads keeps reading that long."""
-
-    def shutdown(self, wait: bool) -> None:
-        """Tear down (idempotent). ``wait``: block until a teardown already
-        running in another thread has finished."""
-
-
 class _Pending:
     """One caller's wait for one reply.
 
@@ -187,22 +146,15 @@ class _Pending:
                 del error
         return self.result
 
-    def settle(  # noqa: PLR0917
-        self,
-        transport: Transport,
-        frame: bytes,
-        request_id: int,
-        timeout: float,
-        deadline: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> bool:
+    def settle(self, transport: Transport, item: Outbound, timeout: float, deadline: float) -> bool:
         """Send the request and wait for its reply until ``deadline``; False
-        if the deadline (or the wait for room in the queue) came first.
-        ``headers``: the request's own MCP headers (modern era, HTTP only)."""
-        if headers is None:
-            sent = transport.exchange(frame, request_id, timeout, self.done, deadline)
-        else:
-            sent = transport.exchange(frame, request_id, timeout, self.done, deadline, headers=headers)
+        if the deadline (or the wait for room in the queue) came first."""
+        leader = transport.leader  # stdio: read our own reply if nobody else reads
+        sent = (
+            transport.send(item, timeout)
+            if leader is None
+            else leader.exchange(item, timeout, self.done, deadline)
+        )
         return sent and self.wait(max(0.0, deadline - time.monotonic()))
 
 
@@ -217,15 +169,7 @@ class Watch(Protocol):
     def retry(self) -> None:
         """The same call sends a new request (a retry after ``input_required``)."""
 
-    def follow(  # noqa: PLR0917
-        self,
-        entry: _Watched,
-        transport: Transport,
-        frame: bytes,
-        request_id: int,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> bool: ...
+    def follow(self, entry: _Watched, transport: Transport, item: Outbound, timeout: float) -> bool: ...
 
 
 class _Watched(_Pending):
@@ -246,16 +190,8 @@ class _Watched(_Pending):
         super().set_exception(error)
         self.watch.wake()
 
-    def settle(  # noqa: PLR0917
-        self,
-        transport: Transport,
-        frame: bytes,
-        request_id: int,
-        timeout: float,
-        deadline: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> bool:
-        return self.watch.follow(self, transport, frame, request_id, timeout, headers)
+    def settle(self, transport: Transport, item: Outbound, timeout: float, deadline: float) -> bool:
+        return self.watch.follow(self, transport, item, timeout)
 
 
 class _Core:
@@ -436,6 +372,7 @@ class _Core:
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
             self.limits.max_outbound_frame_bytes,
         )
+        item = Outbound(frame, REQUEST, request_id, method, headers)
         entry = _Pending() if watch is None else _Watched(watch)
         transport = self.transport
         assert transport is not None
@@ -446,7 +383,7 @@ class _Core:
                 if self._terminal is not None:
                     raise self._terminal._copy()
                 self._pending[request_id] = entry
-            if entry.settle(transport, frame, request_id, timeout, deadline, headers):
+            if entry.settle(transport, item, timeout, deadline):
                 return entry.outcome()
             # The deadline passed, waiting for room in the queue or for the reply.
             if self._abandon(request_id, cancellable):
@@ -483,7 +420,8 @@ class _Core:
             except ProtocolError:
                 return True
             # Best effort: a full queue drops it rather than making us late.
-            _log.cancelled(self.server, request_id, self.transport.send_nowait(frame))
+            item = Outbound(frame, NOTIFICATION, request_id, "notifications/cancelled")
+            _log.cancelled(self.server, request_id, self.transport.send_nowait(item))
         return True
 
     def send_and_forget(self, method: str, params: dict[str, Any]) -> None:
@@ -492,14 +430,15 @@ class _Core:
         transport = self.transport
         if self._terminal is not None or transport is None:
             return
+        request_id = next(self._ids)
         try:
             frame = encode(
-                {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params},
+                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
                 self.limits.max_outbound_frame_bytes,
             )
         except ProtocolError:
             return
-        transport.send_nowait(frame)
+        transport.send_nowait(Outbound(frame, REQUEST, request_id, method))
 
     def require(self, capability: str, what: str) -> None:
         """Raise (nothing sent) unless the session is open and the server
@@ -519,7 +458,7 @@ class _Core:
         assert transport is not None
         if self._terminal is not None:
             raise self._terminal._copy()
-        if not transport.send(frame, None, timeout):
+        if not transport.send(Outbound(frame, NOTIFICATION, None, method), timeout):
             raise Timeout(f"{method} could not be queued before handshake_timeout_ms expired")
 
     # ----------------------------------------------------------- reading
@@ -600,6 +539,11 @@ class _Core:
             )
 
     # ----------------------------------------------------------- handshake
+
+    def reopen(self, deadline: float) -> None:
+        """A new protocol session on the same transport, for an HTTP server
+        that forgot ours: the era opens it again, by ``deadline``."""
+        self.era.reopen(self, deadline)
 
     def load_catalog(self, keep: Callable[[Tool], bool] | None = None) -> tuple[Tool, ...]:
         """Walk ``tools/list`` (in either era) into the frozen snapshot.

@@ -550,7 +550,11 @@ def library_messages() -> list[tuple[str, int, str]]:
     around its ``{placeholders}``.
     """
     found = []
-    sources = [*(REPO / "mcp_sync").glob("_*.py"), *(REPO / "mcp_sync" / "auth").glob("_*.py")]
+    sources = [
+        *(REPO / "mcp_sync").glob("_*.py"),
+        *(REPO / "mcp_sync" / "_transports").glob("*.py"),
+        *(REPO / "mcp_sync" / "auth").glob("_*.py"),
+    ]
     for source in sorted(sources):
         tree = ast.parse(source.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

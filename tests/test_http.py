@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from support import library_threads, rss_bytes, timed
 
 import mcp_sync
-from mcp_sync._http import SseParser, check_http_options
+from mcp_sync._transports._options import check_http_options
+from mcp_sync._transports._sse_parser import SseParser
 
 TOKEN = "tok_SECRET_9f8e7d6c5b4a"
 TOKEN_ENV = "MCP_SYNC_TEST_TOKEN"
@@ -751,3 +752,18 @@ def test_sse_chunking_never_changes_the_result(cuts: list[int]) -> None:
         whole.retry_ms,
         whole.events,
     )
+
+
+def test_the_transports_import_nothing_above_them() -> None:
+    # A transport talks to the session core only through _transports._base.Sink:
+    # no import (module-level, local or type-only) of the session or its layers.
+    import ast
+    from pathlib import Path
+
+    forbidden = {"_session", "_eras", "_modern", "_client", "_progress", "_tasks", "_inbound", "_handlers"}
+    package = Path(mcp_sync.__file__).parent / "_transports"
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = {(node.module or "").split(".")[-1], *(alias.name for alias in node.names)}
+                assert not names & forbidden, (path.name, node.module)

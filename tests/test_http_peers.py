@@ -37,7 +37,7 @@ def sdk_url(request: pytest.FixtureRequest, sdk_http_server: SdkServer) -> Itera
 
 def session_id(session: mcp_sync.Session) -> str | None:
     """The transport's session id (private: tests only)."""
-    return session._core.transport._session_id  # type: ignore[union-attr, attr-defined, no-any-return]
+    return session._core.transport._session.value  # type: ignore[union-attr, attr-defined, no-any-return]
 
 
 @pytest.mark.parametrize(

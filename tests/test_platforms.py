@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent(
         delattr(sys.modules[module], name)
 
     import mcp_sync
-    from mcp_sync import _stdio
+    from mcp_sync._transports import stdio as _stdio  # noqa: F401
     from mcp_sync.config import ConnectOptions
     from mcp_sync.testing import server_command
 
@@ -36,7 +36,7 @@ SCRIPT = textwrap.dedent(
         transport = session._core.transport
         report["pids"].append(transport.pid)
         report["leads"] = transport._epoll is not None
-        report["direct"] = transport._direct
+        report["direct"] = transport._stdin.direct
         results = []
         threads = [threading.Thread(target=lambda n=n: results.append(
             session.call_tool("add", {"a": n, "b": 1}).structured_content["sum"])) for n in range(16)]

@@ -26,6 +26,7 @@ from support import (
 
 import mcp_sync
 from mcp_sync import _session
+from mcp_sync._transports._base import REQUEST, Outbound
 from mcp_sync.testing import server_command
 
 
@@ -510,7 +511,7 @@ def test_a_forked_child_disowns_the_session_and_spares_the_parents_server() -> N
 def test_a_failure_after_spawn_leaves_no_server(monkeypatch: pytest.MonkeyPatch) -> None:
     # Out of threads after the child started: connect() fails, and the child
     # and the threads that did start are gone.
-    from mcp_sync import _stdio
+    from mcp_sync._transports import stdio as _stdio
 
     pids: list[int] = []
     real_start = threading.Thread.start
@@ -545,15 +546,18 @@ def test_a_completion_lost_half_way_still_ends_in_a_timeout() -> None:
     core = _session._Core("lost", mcp_sync.Limits.create(), None)
 
     class Transport:
-        def exchange(self, frame: bytes, request_id: int, timeout: float, done: object, deadline: float) -> bool:
+        def __init__(self) -> None:
+            self.leader = self
+
+        def exchange(self, item: Outbound, timeout: float, done: object, deadline: float) -> bool:
             with core._lock:
-                core._pending.pop(request_id)  # taken, never completed
+                core._pending.pop(item.request_id)  # taken, never completed
             return True
 
-        def send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
+        def send(self, item: Outbound, timeout: float) -> bool:
             return True
 
-        def send_nowait(self, frame: bytes) -> bool:
+        def send_nowait(self, item: Outbound) -> bool:
             return True
 
         def shutdown(self, wait: bool) -> None:
@@ -568,7 +572,7 @@ def test_an_interrupted_reader_loses_one_line_at_most() -> None:
     # A KeyboardInterrupt reaches the main thread while it reads stdout for
     # everyone. The rest of what it had read is still dispatched (by the
     # reader thread), though nothing more ever arrives on stdout.
-    from mcp_sync import _stdio
+    from mcp_sync._transports import stdio as _stdio
 
     received: list[bytes] = []
     interrupted = False
@@ -601,7 +605,8 @@ def test_an_interrupted_reader_loses_one_line_at_most() -> None:
     try:
         with pytest.raises(KeyboardInterrupt):
             # Takes the read token before writing, so this thread reads the lines.
-            transport.exchange(b"go\n", 1, 5.0, lambda: len(received) >= 2, time.monotonic() + 10)
+            item = Outbound(b"go\n", REQUEST, 1, "go")
+            transport.exchange(item, 5.0, lambda: len(received) >= 2, time.monotonic() + 10)
         assert _eventually(lambda: received == [b"second", b"third"])
     finally:
         transport.shutdown(True)

@@ -8,8 +8,10 @@ endpoint at all, an event stream that ends, oversize events, error statuses.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from support import timed
+from support import library_threads, timed
 
 import mcp_sync
 
@@ -31,7 +33,10 @@ class SseServer:
     post_status: int = 202
     close_after_endpoint: bool = False
     big_event: int = 0
+    hang_calls: bool = False  # a tools/call POST is read but never answered
     url: str = ""
+    call_posted: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
     events: queue.Queue[bytes | None] = field(default_factory=queue.Queue)
     posts: list[dict[str, Any]] = field(default_factory=list)
     post_headers: list[dict[str, str]] = field(default_factory=list)
@@ -104,6 +109,10 @@ class _Handler(BaseHTTPRequestHandler):
         with cfg.lock:
             cfg.posts.append(message)
             cfg.post_headers.append({k.lower(): v for k, v in self.headers.items()})
+        if cfg.hang_calls and message.get("method") == "tools/call":
+            cfg.call_posted.set()
+            cfg.release.wait(30)
+            return
         self.send_response(cfg.post_status)
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -123,6 +132,7 @@ def sse_server(**settings: Any) -> Iterator[SseServer]:
     try:
         yield cfg
     finally:
+        cfg.release.set()
         cfg.events.put(None)
         httpd.shutdown()
         httpd.server_close()
@@ -212,6 +222,64 @@ def test_sse_is_legacy_only() -> None:
         mcp_sync.connect(server="x", url="http://127.0.0.1:9/sse", transport="sse", protocol="modern")
     with pytest.raises(mcp_sync.ProtocolError, match="does not match the option command"):
         mcp_sync.connect(server="x", command="x", transport="sse")
+
+
+def _client_sockets(port: int) -> set[int]:
+    """Inodes of this process's open TCP sockets connected to ``port`` (Linux)."""
+    ours = set()
+    for name in os.listdir("/proc/self/fd"):
+        with_target = os.path.join("/proc/self/fd", name)
+        try:
+            target = os.readlink(with_target)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            ours.add(int(target[8:-1]))
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as handle:
+                rows = handle.readlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+            inode = int(fields[9])
+            if remote_port == port and inode in ours:
+                found.add(inode)
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts sockets in /proc")
+def test_close_wakes_a_post_the_server_never_answers() -> None:
+    # The server reads the call's POST and never answers it. close() from
+    # another thread returns at once, fails the caller, and leaves no thread
+    # and no socket behind (as over Streamable HTTP).
+    with sse_server(hang_calls=True) as cfg:
+        port = int(cfg.url.split(":")[2].split("/")[0])
+        session = connect(cfg, request_timeout_ms=60_000)
+        errors: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                session.call_tool("echo", {"message": "never"})
+            except BaseException as exc:
+                errors.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        assert cfg.call_posted.wait(5)
+        with timed(1.0):
+            session.close()
+        caller.join(1.0)
+        assert not caller.is_alive()
+        assert len(errors) == 1 and isinstance(errors[0], mcp_sync.ConnectionClosed)
+        deadline = time.monotonic() + 1.0
+        while (library_threads() or _client_sockets(port)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert library_threads() == []
+        assert _client_sockets(port) == set()
 
 
 # ------------------------------------------------------------------ the real thing

@@ -64,3 +64,31 @@ def test_close_drops_queued_jobs_and_refuses_new_ones() -> None:
     release.set()
     pool.close(5)
     assert ran == []
+
+
+def test_a_submitter_may_wait_for_room_in_the_backlog() -> None:
+    pool = Workers("mcp_sync-test-pool", max_workers=1, backlog=1)
+    release = threading.Event()
+    entered = threading.Event()
+    ran: list[str] = []
+
+    def first() -> None:
+        entered.set()
+        release.wait(10)
+        ran.append("first")
+
+    try:
+        assert pool.submit(first) and entered.wait(5)
+        assert pool.submit(lambda: ran.append("queued"))
+        assert not pool.submit(lambda: ran.append("refused"), 0.05)  # still full
+        threading.Timer(0.1, release.set).start()
+        assert pool.submit(lambda: ran.append("waited"), 5.0)
+        assert not pool.running_here()
+        here: list[bool] = []
+        done = threading.Event()
+        assert pool.submit(lambda: (here.append(pool.running_here()), done.set()), 5.0)
+        assert done.wait(5) and here == [True]
+    finally:
+        release.set()
+        pool.close(5)
+    assert ran == ["first", "queued", "waited"]

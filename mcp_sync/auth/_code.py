@@ -648,7 +648,7 @@ def _probe(fetcher: Fetcher, url: str, deadline: float) -> Challenge:
 
 @contextlib.contextmanager
 def _fetcher(server: str, http_client: httpx.Client | None) -> Iterator[Fetcher]:
-    from .._http import _import_httpx
+    from .._transports._options import import_httpx as _import_httpx
 
     hx = _import_httpx()
     if http_client is not None and not isinstance(http_client, hx.Client):

@@ -8,10 +8,12 @@
 - waiter: reaps the child and notices when it exits.
 
 On the hot path a calling thread writes its own request and reads its own
-reply (``exchange``), so a sequential call crosses no thread boundary. A
+reply (``exchange``: the optional :class:`~._base.Leader` capability, which
+only this transport has), so a sequential call crosses no thread boundary. A
 caller never waits for anyone else while it reads: a reply to a server
 request that finds the queue full is left to the reader thread, which may
-wait (SPEC 9.11-9.12). Teardown (``shutdown``) runs once, in whichever thread
+wait (a reply never makes a caller wait; one that cannot be queued within
+``request_timeout_ms`` ends the session). Teardown (``shutdown``) runs once, in whichever thread
 ends the session first, or in a helper thread when the thread that meets the
 end is a caller or is in the middle of reading.
 
@@ -30,37 +32,21 @@ import math
 import os
 import queue
 import select
-import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from secrets import token_hex
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from . import _proctree
-from ._errors import ConnectionClosed, ProtocolError, SpawnFailed
-from ._jsonrpc import decode_line
-from ._limits import Limits, reply_not_queued, seconds
-from ._redact import StderrTail
+from .._errors import ConnectionClosed, ProtocolError, SpawnFailed
+from .._jsonrpc import decode_line
+from .._limits import Limits, reply_not_queued, seconds
+from .._redact import StderrTail
+from ._base import Leader, Outbound, ShutdownOnce, Sink
+from ._process import ENV_ALLOWLIST, ServerProcess, child_environment, drain_stderr
 
 __all__ = ["ENV_ALLOWLIST", "StdioTransport", "child_environment"]
 
-ENV_ALLOWLIST: tuple[str, ...] = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR",
-    # Windows equivalents.
-    "SYSTEMROOT", "SYSTEMDRIVE", "COMSPEC", "PATHEXT", "WINDIR", "TEMP", "TMP",
-    "USERPROFILE", "USERNAME", "APPDATA", "LOCALAPPDATA", "PROGRAMFILES",
-    "PROGRAMFILES(X86)", "PROGRAMDATA", "HOMEDRIVE", "HOMEPATH",
-)  # fmt: skip
-
-# How long the child gets to exit by itself once stdin closes, then after
-# SIGTERM, then after SIGKILL. server-everything needs ~350 ms after stdin
-# closes (a pending timer), so the first grace stays well above that.
-GRACE_AFTER_STDIN = 1.0
-GRACE_AFTER_TERM = 1.0
-GRACE_AFTER_KILL = 1.0
 # After stdout ends, how long to wait for the exit status so the session can
 # say "exited with code N" rather than just "stdout closed".
 EXIT_AFTER_EOF = 0.5
@@ -70,31 +56,13 @@ _READ_SIZE = 65536
 _POLL_MAX_MS = 2**31 - 1
 # A caller writes its own frame only when one write(2) is sure to take all of
 # it: a pipe writes up to PIPE_BUF bytes atomically or not at all, so no
-# caller ever leaves half a frame behind (SPEC 9.6). Larger frames go through
+# caller ever leaves half a frame behind (a frame is written whole or not at
+# all, never interleaved with another). Larger frames go through
 # the writer thread.
 _DIRECT_MAX = getattr(select, "PIPE_BUF", 512)
 # stdout's state, changed only by the holder of the read token.
 _OPEN, _EOF, _TOO_LONG = "open", "eof", "too long"
 _STOP = None  # the writer's sentinel
-# The hardest stop the platform has: SIGKILL, or (Windows) Popen.kill(), which
-# is TerminateProcess there. None where there is no SIGKILL (see _signal_group).
-_SIGKILL: signal.Signals | None = getattr(signal, "SIGKILL", None)
-
-
-def child_environment(env: Mapping[str, str] | None, inherit: bool) -> dict[str, str]:
-    """The allowlisted part of our environment plus ``env``: the parent's
-    secrets do not reach an untrusted server unless asked for."""
-    if inherit:
-        base = dict(os.environ)
-    else:
-        base = {
-            k: v
-            for k, v in os.environ.items()
-            if k.upper() in ENV_ALLOWLIST or k.startswith("LC_")
-        }
-    if env:
-        base.update(env)
-    return base
 
 
 class _Outbound(queue.Queue[tuple[int | None, bytes] | None]):
@@ -112,13 +80,6 @@ class _Outbound(queue.Queue[tuple[int | None, bytes] | None]):
             self.not_full.notify_all()
 
 
-class _Sink(Protocol):
-    def receive(self, line: bytes) -> None: ...
-    def terminate(self, error: ConnectionClosed | ProtocolError, *, wait: bool = False) -> None: ...
-    def claim(self, request_id: int) -> bool: ...
-    def transport_closed(self, stderr_tail: str) -> None: ...
-
-
 def _whole_frame(line: bytes) -> bool:
     """Whether ``line`` is a protocol frame on its own (resync after an interrupt)."""
     try:
@@ -132,10 +93,120 @@ def _owned(lock: Any) -> bool:
     return bool(lock._is_owned())
 
 
+class _Stdin:
+    """The write side: the bounded outbound queue, the writer thread's loop,
+    and the direct write of a caller that finds stdin idle."""
+
+    def __init__(self, claim: Callable[[int], bool], capacity: int) -> None:
+        self._claim = claim
+        self._queue = _Outbound(maxsize=capacity)
+        # Whoever holds lock writes to stdin, so frames never interleave: the
+        # writer thread (which waits for it), or a caller writing its own
+        # small frame while stdin is idle (which only tries it: no hand-off
+        # to the writer thread on the hot path, and never a wait). stdin is
+        # non-blocking so that write can never stall a caller past its
+        # deadline. _open turns false, under lock, when stdin closes.
+        self.lock = threading.RLock()
+        self._open = True
+        self.direct = False
+        self._fd = -1
+        self._stream: Any = None
+
+    def attach(self, stream: Any, posix: bool) -> None:
+        self._stream = stream
+        self._fd = stream.fileno()
+        if posix and hasattr(select, "poll"):  # _write_all polls a full pipe
+            with contextlib.suppress(OSError):
+                os.set_blocking(self._fd, False)
+                self.direct = True
+
+    def put(self, frame: bytes, request_id: int | None, timeout: float | None) -> bool:
+        """Queue a frame for the writer thread, waiting up to ``timeout`` s
+        for room (None: not at all)."""
+        try:
+            if timeout is None:
+                self._queue.put_nowait((request_id, frame))
+            else:
+                self._queue.put((request_id, frame), timeout=timeout)
+        except queue.Full:
+            return False
+        return True
+
+    def try_direct(self, frame: bytes, request_id: int | None) -> bool:
+        """Write a small frame from the calling thread if stdin is idle and
+        the pipe has room; True if it was written (whole: see _DIRECT_MAX)."""
+        lock = self.lock
+        if not self.direct or len(frame) > _DIRECT_MAX or _owned(lock):
+            return False
+        try:
+            if not lock.acquire(False):
+                return False
+            # Reading the deque's length without the queue's mutex is a
+            # hint only: a frame queued a moment later is still written.
+            if not self._open or self._queue.queue:
+                return False
+            try:
+                os.write(self._fd, frame)
+            except OSError:
+                # Full, or broken: the writer thread meets and reports the latter.
+                return False
+            if request_id is not None:
+                self._claim(request_id)
+            return True
+        finally:
+            if _owned(lock):
+                lock.release()
+
+    def run(self) -> None:
+        """The writer thread: drain the queue into stdin until the sentinel
+        (OSError: the pipe broke). Closes stdin on the way out."""
+        claim = self._claim
+        get = self._queue.get
+        lock = self.lock
+        try:
+            while True:
+                item = get()
+                with lock:
+                    if item is None:  # _STOP
+                        return
+                    request_id, frame = item
+                    if request_id is not None and not claim(request_id):
+                        continue  # abandoned before it was started
+                    self._write_all(frame)
+        finally:
+            with lock:
+                self._open = False
+                with contextlib.suppress(OSError):
+                    self._stream.close()
+
+    def _write_all(self, frame: bytes | memoryview) -> None:
+        # A started frame is always finished: half a frame would corrupt
+        # every frame after it.
+        fd = self._fd
+        view = memoryview(frame)
+        poller: select.poll | None = None
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                # Wait for the server to read; its death wakes us too (EPIPE).
+                if poller is None:
+                    poller = select.poll()
+                    poller.register(fd, select.POLLOUT)
+                poller.poll()
+
+    def close(self) -> None:
+        """Drop what is queued; the writer closes stdin at the sentinel."""
+        self._queue.close()
+
+
 class StdioTransport:
+    """A server process on our pipes: a :class:`~._base.Transport` that is
+    also its own :class:`~._base.Leader`."""
+
     def __init__(
         self,
-        sink: _Sink,
+        sink: Sink,
         *,
         server: str,
         command: str,
@@ -146,41 +217,19 @@ class StdioTransport:
         secrets: Sequence[str] = (),
     ) -> None:
         self._sink = sink
+        self.leader: Leader | None = self
         self._limits = limits
-        self._queue = _Outbound(maxsize=limits.queue_capacity)
+        self._stdin = _Stdin(sink.claim, limits.queue_capacity)
         self._tail = StderrTail(limits.max_stderr_bytes, secrets=secrets)
-        self._exited = threading.Event()
         self._stdout_done = threading.Event()
-        self._shutdown_lock = threading.Lock()
-        self._shutdown_done = threading.Event()
-        self._shut_down = False
+        self._once = ShutdownOnce()
         self._teardown_thread: threading.Thread | None = None
         self._teardown_ident: int | None = None
         self._name = f"mcp_sync-{server}"
-        self.returncode: int | None = None
         self._epoll: select.epoll | None = None
-        # Inherited by every process the server starts, so teardown can find
-        # the ones that left its process group (see _proctree).
-        self._marker = f"{_proctree.MARKER}={token_hex(8)}"
         posix = os.name == "posix"
-        try:
-            self._proc = subprocess.Popen(
-                [command, *args],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,
-                cwd=cwd,
-                env={**env, _proctree.MARKER: self._marker.split("=", 1)[1]},
-                close_fds=True,
-                start_new_session=posix,
-                creationflags=0 if posix else getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
-            )
-        except (OSError, ValueError) as exc:
-            reason = type(exc).__name__
-            if isinstance(exc, OSError) and exc.errno is not None:
-                reason = os.strerror(exc.errno)
-            raise SpawnFailed(f"server {server!r} could not be started: {reason}") from None
+        self._child = ServerProcess(server, command, args, cwd, env)
+        self._proc = self._child.proc
         try:
             self._setup(posix)
         except BaseException as exc:
@@ -195,13 +244,10 @@ class StdioTransport:
     def _abandon_child(self) -> None:
         # A writer thread that did start is waiting for frames: stop it, and
         # the stop pipe (if made) ends the other threads.
-        self._queue.close()
+        self._stdin.close()
         with contextlib.suppress(AttributeError, OSError):
             os.write(self._stop_w, b"x")
-        self._signal_group(_SIGKILL)
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            self._kill_child()
-            self._proc.wait(GRACE_AFTER_KILL)
+        self._child.kill_now()
         for thread in getattr(self, "_threads", ()):
             if thread.ident is not None:
                 thread.join(THREAD_JOIN)
@@ -223,22 +269,14 @@ class StdioTransport:
 
     def _setup(self, posix: bool) -> None:
         assert self._proc.stdin and self._proc.stdout and self._proc.stderr
-        self._stdin_fd = self._proc.stdin.fileno()
         self._stdout_fd = self._proc.stdout.fileno()
         self._stderr_fd = self._proc.stderr.fileno()
-        # Whoever holds _wlock writes to stdin, so frames never interleave: the
-        # writer thread, or a caller writing its own small frame while stdin is
-        # idle (no hand-off to the writer thread on the hot path). stdin is
-        # non-blocking so that write can never stall a caller past its
-        # deadline. _stdin_open turns false, under _wlock, when stdin closes.
-        self._wlock = threading.RLock()
-        self._stdin_open = True
-        self._direct = False
-        if posix and hasattr(select, "poll"):  # _write_all polls a full pipe
-            with contextlib.suppress(OSError):
-                os.set_blocking(self._stdin_fd, False)
-                self._direct = True
-        # The read side (see ``lead``).
+        self._stdin.attach(self._proc.stdin, posix)
+        # The read token (see "Who reads stdout" below): guards stdout, the
+        # line being assembled (_partial, _held, _chunk, _pos, _reading,
+        # _resync, _stdout_state) and dispatch. The reader thread waits for
+        # it; a caller only tries it (``lead``), and teardown waits for it at
+        # most THREAD_JOIN before closing the descriptors.
         self._rlock = threading.RLock()
         self._partial: list[bytes] = []
         self._held = 0
@@ -275,112 +313,60 @@ class StdioTransport:
                 ("waiter", self._wait_exit),
             )
         ]
-        self._reader, self._writer, self._stderr_reader, self._waiter = self._threads
+        self._reader, _, self._stderr_reader, _ = self._threads
         for thread in self._threads:
             thread.start()
 
     @property
     def pid(self) -> int:
-        return self._proc.pid
+        return self._child.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit status, once it has been reaped (the teardown log shows it)."""
+        return self._child.returncode
 
     # ----------------------------------------------------------- outbound
 
-    def send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
-        if self._try_direct(frame, request_id):
-            return True
-        try:
-            self._queue.put((request_id, frame), timeout=timeout)
-        except queue.Full:
-            return False
-        return True
+    def send(self, item: Outbound, timeout: float) -> bool:
+        return self._send(item.frame, item.request_id, timeout)
 
-    def _try_direct(self, frame: bytes, request_id: int | None) -> bool:
-        """Write a small frame from the calling thread if stdin is idle and
-        the pipe has room; True if it was written (whole: see _DIRECT_MAX)."""
-        lock = self._wlock
-        if not self._direct or len(frame) > _DIRECT_MAX or _owned(lock):
-            return False
-        try:
-            if not lock.acquire(False):
-                return False
-            # Reading the deque's length without the queue's mutex is a
-            # hint only: a frame queued a moment later is still written.
-            if not self._stdin_open or self._queue.queue:
-                return False
-            try:
-                os.write(self._stdin_fd, frame)
-            except OSError:
-                # Full, or broken: the writer thread meets and reports the latter.
-                return False
-            if request_id is not None:
-                self._sink.claim(request_id)
-            return True
-        finally:
-            if _owned(lock):
-                lock.release()
+    def _send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
+        stdin = self._stdin
+        return stdin.try_direct(frame, request_id) or stdin.put(frame, request_id, timeout)
 
-    def send_nowait(self, frame: bytes) -> bool:
-        try:
-            self._queue.put_nowait((None, frame))
-        except queue.Full:
-            return False
-        return True
+    def send_nowait(self, item: Outbound) -> bool:
+        return self._send_nowait(item.frame)
+
+    def _send_nowait(self, frame: bytes) -> bool:
+        return self._stdin.put(frame, None, None)
+
+    def listen(self) -> None:
+        """Everything the server sends comes on stdout: nothing to open."""
 
     def reply(self, frame: bytes) -> bool:
         """Send a reply to a server request without ever making a caller wait
-        for room (SPEC 9.12). False only when it could not be queued within
-        ``request_timeout_ms`` (SPEC 9.11)."""
-        if self._try_direct(frame, None) or self.send_nowait(frame):
+        for room. False only when it could not be queued within
+        ``request_timeout_ms``."""
+        if self._stdin.try_direct(frame, None) or self._send_nowait(frame):
             return True
         if _owned(self._rlock) and threading.current_thread() is not self._reader:
             # A caller reading for everyone: it leaves the reply, and the
             # reading, to the reader thread (see _read_until).
             self._replies.append(frame)
             return True
-        return self.send(frame, None, seconds(self._limits.request_timeout_ms))
-
-    def _write_all(self, frame: bytes | memoryview) -> None:
-        # A started frame is always finished: half a frame would corrupt
-        # every frame after it.
-        fd = self._stdin_fd
-        view = memoryview(frame)
-        poller: select.poll | None = None
-        while view:
-            try:
-                view = view[os.write(fd, view) :]
-            except BlockingIOError:
-                # Wait for the server to read; its death wakes us too (EPIPE).
-                if poller is None:
-                    poller = select.poll()
-                    poller.register(fd, select.POLLOUT)
-                poller.poll()
+        return self._send(frame, None, seconds(self._limits.request_timeout_ms))
 
     def _write_stdin(self) -> None:
-        claim = self._sink.claim
-        get = self._queue.get
-        lock = self._wlock
         try:
-            while True:
-                item = get()
-                with lock:
-                    if item is None:  # _STOP
-                        return
-                    request_id, frame = item
-                    if request_id is not None and not claim(request_id):
-                        continue  # abandoned before it was started
-                    self._write_all(frame)
+            self._stdin.run()
         except OSError:
             # A dead child also breaks the pipe: when it has exited, its exit
             # status is the truer reason (as for stdout's end).
-            if self._exited.wait(EXIT_AFTER_EOF):
-                self._sink.terminate(ConnectionClosed(f"exited with code {self.returncode}"))
+            if self._child.exited.wait(EXIT_AFTER_EOF):
+                self._sink.terminate(ConnectionClosed(f"exited with code {self._child.returncode}"))
             else:
                 self._sink.terminate(ConnectionClosed("stdin closed"))
-        finally:
-            with lock:
-                self._stdin_open = False
-                with contextlib.suppress(OSError):
-                    self._proc.stdin.close()  # type: ignore[union-attr]
 
     # ----------------------------------------------------------- inbound
 
@@ -399,25 +385,19 @@ class StdioTransport:
     # deadline is looked at between chunks.
 
     def exchange(
-        self,
-        frame: bytes,
-        request_id: int,
-        timeout: float,
-        done: Callable[[], bool],
-        deadline: float,
-        *,
-        headers: Mapping[str, str] | None = None,
-        hold: float | None = None,
+        self, item: Outbound, timeout: float, done: Callable[[], bool], deadline: float
     ) -> bool:
         """Send a request and, if nobody else is reading, read until ``done()``
         or ``deadline``. False if the frame could not be queued in time.
-        (``headers`` and ``hold`` are for HTTP; stdio carries everything in
-        the frame, and its reader thread reads for as long as the session lasts.)
+        (``item.headers`` and ``item.hold`` are for HTTP; stdio carries
+        everything in the frame, and its reader thread reads for as long as
+        the session lasts.)
 
         The read token is taken and stdout disarmed *before* the write: a
         server that answers at once (on one CPU it runs the moment it is
         woken) would otherwise wake the reader thread with the reply.
         """
+        frame, request_id = item.frame, item.request_id
         # A thread that already holds the token is a callback calling from
         # inside a dispatch: it never reads (nor gives back) for itself.
         if not _owned(self._rlock):
@@ -425,13 +405,13 @@ class StdioTransport:
                 # Only a write that cannot block: never hold the token while
                 # waiting for room, or nobody reads the replies the server is
                 # blocked on.
-                if self._take_read_side() and self._try_direct(frame, request_id):
+                if self._take_read_side() and self._stdin.try_direct(frame, request_id):
                     self._read_until(done, deadline)
                     return True
             finally:
                 if _owned(self._rlock):
                     self._give_read_side()
-        if not self.send(frame, request_id, timeout):
+        if not self._send(frame, request_id, timeout):
             return False
         self.lead(done, deadline)
         return True
@@ -456,7 +436,7 @@ class StdioTransport:
         rlock = self._rlock
         if self._epoll is None or not rlock.acquire(False):
             return False
-        if self._stdout_state is not _OPEN or self._replies or self._shut_down:
+        if self._stdout_state is not _OPEN or self._replies or self._once.begun:
             rlock.release()
             return False
         self._epoll.modify(self._stdout_fd, 0)
@@ -475,7 +455,7 @@ class StdioTransport:
                 self._partial.clear()
                 self._held = 0
                 self._resync = True
-            if self._stdout_state is _OPEN and not self._shut_down:
+            if self._stdout_state is _OPEN and not self._once.begun:
                 assert self._epoll is not None
                 self._epoll.modify(self._stdout_fd, select.EPOLLIN)
                 if self._chunk is not None or self._replies:
@@ -585,8 +565,8 @@ class StdioTransport:
         read token). False when one could not be queued in time: the session
         ends."""
         timeout = seconds(self._limits.request_timeout_ms)
-        while self._replies and not self._shut_down:
-            if not self.send(self._replies[0], None, timeout):
+        while self._replies and not self._once.begun:
+            if not self._send(self._replies[0], None, timeout):
                 self._sink.terminate(reply_not_queued(self._limits))
                 return False
             self._replies.popleft()
@@ -617,7 +597,7 @@ class StdioTransport:
                             break
         finally:
             self._stdout_done.set()
-        if stopped or self._shut_down:
+        if stopped or self._once.begun:
             return  # the session has already ended
         if self._stdout_state is _TOO_LONG:
             limit = self._limits.max_frame_bytes
@@ -625,67 +605,31 @@ class StdioTransport:
                 ProtocolError(f"an inbound frame is longer than max_frame_bytes={limit}")
             )
         # stdout ended. Prefer the exit status when it follows promptly.
-        elif self._exited.wait(EXIT_AFTER_EOF):
-            self._sink.terminate(ConnectionClosed(f"exited with code {self.returncode}"))
+        elif self._child.exited.wait(EXIT_AFTER_EOF):
+            self._sink.terminate(ConnectionClosed(f"exited with code {self._child.returncode}"))
         else:
             self._sink.terminate(ConnectionClosed("stdout closed"))
 
     def _read_stderr(self) -> None:
-        fd = self._stderr_fd
-        tail = self._tail
-        poller: select.poll | None = None
-        if hasattr(select, "poll"):
-            # Until the session ends, then only what is already there: a
-            # process that escaped the kill may hold stderr open for ever.
-            os.set_blocking(fd, False)
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            poller.register(self._stop_r, select.POLLIN)
-        stopping = False
-        while True:
-            if poller is not None and not stopping:
-                stopping = any(ready == self._stop_r for ready, _ in poller.poll())
-            try:
-                chunk = os.read(fd, _READ_SIZE)
-            except BlockingIOError:
-                if stopping:
-                    break
-                continue
-            except OSError:
-                break
-            if not chunk:
-                break
-            tail.feed(chunk)
-        tail.finish()
+        drain_stderr(self._stderr_fd, self._stop_r, self._tail)
 
     def _wait_exit(self) -> None:
-        if hasattr(os, "waitid"):
-            # Wait without reaping: while the child is an unreaped zombie its
-            # pid, and so its process group id, cannot be reused, so killing
-            # the group cannot hit a stranger. Anything the child left behind
-            # in its group (npx's node, a forked worker) dies with it.
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitid(os.P_PID, self._proc.pid, os.WEXITED | os.WNOWAIT)
-            self._signal_group(_SIGKILL)
-        self.returncode = self._proc.wait()
-        self._exited.set()
+        self._child.reap()
         # A reply written just before exiting is still in the pipe: let the
         # reader finish it. A grandchild may hold stdout open forever, so the
         # wait is bounded.
         self._stdout_done.wait(EXIT_AFTER_EOF)
-        self._sink.terminate(ConnectionClosed(f"exited with code {self.returncode}"))
+        self._sink.terminate(ConnectionClosed(f"exited with code {self._child.returncode}"))
 
     # ----------------------------------------------------------- teardown
 
     def shutdown(self, wait: bool) -> None:
-        with self._shutdown_lock:
-            mine = not self._shut_down
-            self._shut_down = True
+        mine = self._once.begin()
         if mine:
             os.write(self._stop_w, b"x")
         if not mine:
             if wait and self._teardown_ident != threading.get_ident() and not _owned(self._rlock):
-                self._shutdown_done.wait()
+                self._once.wait()
                 helper = self._teardown_thread
                 if helper is not None and helper is not threading.current_thread():
                     helper.join(THREAD_JOIN)
@@ -710,18 +654,11 @@ class StdioTransport:
         try:
             self._teardown()
         finally:
-            self._shutdown_done.set()
+            self._once.finished()
 
     def _teardown(self) -> None:
         self._stop_writer()
-        if not self._exited.wait(GRACE_AFTER_STDIN):
-            self._signal_group(signal.SIGTERM)
-            if not self._exited.wait(GRACE_AFTER_TERM):
-                self._signal_group(_SIGKILL)
-                self._exited.wait(GRACE_AFTER_KILL)
-        # Processes the server started that left its group (setsid) are found
-        # by the marker in their environment.
-        _proctree.kill_marked(self._marker, exclude=self._proc.pid)
+        self._child.stop()
         current = threading.current_thread()
         for thread in self._threads:
             if thread is not current and thread.ident is not None:
@@ -752,30 +689,4 @@ class StdioTransport:
     def _stop_writer(self) -> None:
         # Pending frames belong to requests that already failed; the writer
         # closes stdin when it reaches the sentinel.
-        self._queue.close()
-
-    def _kill_child(self) -> None:
-        if _SIGKILL is None and os.name == "posix":
-            self._proc.terminate()  # Popen.kill() would send the SIGKILL we lack
-        else:
-            self._proc.kill()
-
-    def _signal_group(self, sig: signal.Signals | None) -> None:
-        """Send ``sig`` (None: the hardest stop there is) to the server's
-        process group, or to the server alone where there are no groups."""
-        if self.returncode is not None:
-            return  # reaped: the group id may belong to someone else now
-        if os.name != "posix" or not hasattr(os, "killpg"):
-            if sig == signal.SIGTERM:
-                with contextlib.suppress(OSError):
-                    self._proc.terminate()
-            elif not self._exited.is_set():
-                with contextlib.suppress(OSError):
-                    self._kill_child()
-            return
-        if sig is None:
-            sig = signal.SIGTERM  # a POSIX build without SIGKILL: the strongest left
-        # start_new_session made the child a group leader: its pid is the
-        # group id, which stays reserved while any member lives.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._proc.pid, sig)
+        self._stdin.close()
