@@ -17,7 +17,7 @@ DISTRIBUTION = "mcp-sync-client"
 PACKAGE = "mcp_sync"
 COMMAND = "mcp-sync"
 # The files whose RECORD hashes are compared: the ones the other project's wheel also has.
-_CHECKED = ("mcp_sync/__init__.py", "mcp_sync/__main__.py", "mcp_sync/cli.py")
+_CHECKED = ("mcp_sync/__init__.py", "mcp_sync/__main__.py", "mcp_sync/cli/__init__.py")
 
 
 def foreign_install() -> str | None:

@@ -682,9 +682,8 @@ def test_version_warns_about_the_unrelated_project_of_the_same_module_name(tmp_p
     done = run("--version", path=tmp_path)
     assert done.returncode == 0
     assert done.stdout.startswith("mcp-sync-client ")
-    assert done.stderr.startswith(
-        "mcp-sync: warning: the distribution 'mcp-sync' also installs a module named mcp_sync; "
-    ), done.stderr
+    assert done.stderr.startswith("mcp-sync: warning: the installed mcp_sync package is not (only)"), done.stderr
+    assert "mcp-sync also installs a package named mcp_sync" in done.stderr
     assert "pip uninstall mcp-sync mcp-sync-client" in done.stderr
 
 

@@ -372,13 +372,13 @@ def test_the_wheel_installed_without_extras_runs_the_demo(built: tuple[Path, Pat
     )  # fmt: skip
     assert identity.stdout.strip() == "None", identity.stdout
     # Another install overwriting one of its files (as the unrelated `mcp-sync` does) shows.
-    cli = next((tmp_path / "venv" / "lib").glob("python3.*/site-packages/mcp_sync/cli.py"))
+    cli = next((tmp_path / "venv" / "lib").glob("python3.*/site-packages/mcp_sync/cli/__init__.py"))
     cli.write_text(cli.read_text() + "\n# overwritten\n")
     identity = subprocess.run(
         [str(python), "-c", "from mcp_sync._identity import foreign_install; print(foreign_install())"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
-    assert "Files of mcp-sync-client that another install changed: mcp_sync/cli.py." in identity.stdout
+    assert "Files of mcp-sync-client that another install changed: mcp_sync/cli/__init__.py." in identity.stdout
 
 
 def test_the_sdists_tests_run_from_the_unpacked_sdist(built: tuple[Path, Path, str], tmp_path: Path) -> None:

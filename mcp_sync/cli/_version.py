@@ -9,19 +9,16 @@ and each overwrites the other's files. This is where that is detected.
 from __future__ import annotations
 
 import importlib
-import re
 import sys
 from pathlib import Path
 from types import ModuleType
+
+from .._identity import foreign_install
 
 __all__ = ["DISTRIBUTION", "version_report"]
 
 DISTRIBUTION = "mcp-sync-client"
 MODULE = "mcp_sync"
-
-
-def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def version_report(module: ModuleType | None = None) -> tuple[str, list[str]]:
@@ -41,14 +38,9 @@ def version_report(module: ModuleType | None = None) -> tuple[str, list[str]]:
     shown = installed or (f"{imported} (not installed, run from source)" if imported else "unknown")
     line = f"{DISTRIBUTION} {shown}: module {MODULE} from {where}, Python {python}"
     warnings: list[str] = []
-    providers = metadata.packages_distributions().get(MODULE, [])
-    others = sorted({name for name in providers if _normalized(name) != DISTRIBUTION})
-    for other in others:
-        warnings.append(
-            f"the distribution {other!r} also installs a module named {MODULE}; the two "
-            f"overwrite each other's files and its 'mcp-sync' script replaces this one. "
-            f"Remove both, then reinstall this one: pip uninstall {other} {DISTRIBUTION}"
-        )
+    foreign = foreign_install()  # another project's mcp_sync beside or over this one
+    if foreign is not None:
+        warnings.append(foreign.removeprefix("warning: "))
     client_info = getattr(module, "CLIENT_INFO", None)
     if not hasattr(client_info, "get") or not hasattr(module, "connect"):
         warnings.append(
