@@ -36,7 +36,7 @@ from ._errors import (
     Timeout,
     ToolNotFound,
 )
-from ._jsonrpc import check_arguments, decode_line, encode
+from ._jsonrpc import check_arguments, decode_line, encode, error_object
 from ._legacy import LegacyEra
 from ._legacy import initialize_params as _initialize_params
 from ._limits import Limits, request_budget, seconds
@@ -407,12 +407,8 @@ class _Core:
         if has_result == ("error" in message):
             raise ProtocolError("a reply must carry exactly one of result and error")
         request_id = message["id"]
-        error = None if has_result else message["error"]
-        if error is not None and not (
-            isinstance(error, dict)
-            and type(error.get("code")) is int
-            and isinstance(error.get("message"), str)
-        ):
+        error = None if has_result else error_object(message)
+        if error is None and not has_result:
             raise ProtocolError("a reply has a malformed error object")
         if request_id is None:
             if error is None:
