@@ -43,7 +43,7 @@ from ._roots import RootsProvider, normalize_roots
 from ._workers import Workers
 
 if TYPE_CHECKING:
-    from ._session import _Core
+    from ._era import EraCore
 
 __all__ = ["HANDLER_FAILED", "HANDLER_LATE", "REQUEST_TIMEOUT", "ServerRequests"]
 
@@ -129,7 +129,7 @@ class ServerRequests:
     questions of ``input_required`` results: one handler pool, one timeout
     and one set of failure rules for both."""
 
-    def __init__(self, core: _Core, handlers: Handlers | None) -> None:
+    def __init__(self, core: EraCore, handlers: Handlers | None) -> None:
         self._core = core
         self._handlers = handlers if handlers is not None else Handlers()
         limits = core.limits

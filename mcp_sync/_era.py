@@ -8,9 +8,12 @@ which one it is: each difference between the eras is a method here.
 Negotiation (:mod:`._eras`) only chooses and constructs the object; the call
 plan (:mod:`._plan`) drives every request through it.
 
-This module imports nothing of the package but constants and types, so every
-era-aware module can depend on it without a cycle. ``EraCore`` is the part of
-the session core (``_session._Core``) an era uses.
+This module imports nothing of the package but constants, value types and
+the other contracts (``_core_api``, ``_pending``, ``_transports._base``), so
+every era-aware module can depend on it without a cycle. ``EraCore`` is the
+part of the session core (``_session._Core``) an era, the call plan, the task
+followers and the server-request machinery use; ``EraInbound`` and ``Route``
+are what they use of its inbound side and of a call's progress route.
 """
 
 from __future__ import annotations
@@ -20,15 +23,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._catalog import ServerInfo
+from ._core_api import Core, InboundHooks
 from ._errors import ProtocolError
+from ._pending import Watch
 
 if TYPE_CHECKING:
     from ._catalog import Tool
     from ._errors import McpError
-    from ._inbound import Inbound
     from ._limits import Limits
-    from ._progress import ProgressRoute
-    from ._session import Watch
     from ._transports._base import Transport
 
 __all__ = [
@@ -40,6 +42,9 @@ __all__ = [
     "TASKS_EXTENSION",
     "Era",
     "EraCore",
+    "EraInbound",
+    "Jobs",
+    "Route",
     "check_capabilities",
     "server_info",
 ]
@@ -80,20 +85,64 @@ def server_info(value: object) -> ServerInfo:
     )
 
 
-class EraCore(Protocol):
-    """What an era needs from the session core."""
+class Jobs(Protocol):
+    """A pool of library threads (``_workers.Workers``) that runs jobs nobody waits for."""
+
+    def submit(self, job: Callable[[], None], timeout: float = 0.0) -> bool:
+        """Queue ``job``, waiting at most ``timeout`` s for room; False: not queued."""
+
+
+class EraInbound(InboundHooks, Protocol):
+    """The session's inbound side (``_inbound.Inbound``) as the eras see it."""
+
+    def wants_server_messages(self) -> bool:
+        """Whether anything serves what a server sends unasked (then HTTP opens its GET stream)."""
+
+    def request(self, request_id: int | str, method: str, params: object) -> None:
+        """Hand a server request to the handlers (dropped once the session is terminal)."""
+
+    @property
+    def background(self) -> Jobs:
+        """The thread for best-effort requests nobody waits for (a modern ``tasks/cancel``)."""
+
+
+class Route(Watch, Protocol):
+    """A call's progress route (``_progress.ProgressRoute``) as an era and
+    a task follower use it: a :class:`Watch` with the call's token and limits."""
+
+    @property
+    def token(self) -> int:
+        """The progress token the call's requests carry."""
+
+    @property
+    def hard_deadline(self) -> float:
+        """The furthest (monotonic) time progress may move ``deadline`` to."""
+
+    def pause(self, interval: float, ended: threading.Event) -> None:
+        """Wait ``interval`` s running progress callbacks; returns early once ``ended`` is set."""
+
+
+class EraCore(Core, Protocol):
+    """What an era, the call plan and the server-request machinery need from
+    the session core: everything a feature sees (:class:`Core`) and more."""
 
     server: str
     era: Era
     limits: Limits
     transport: Transport | None
-    inbound: Inbound
     ended: threading.Event
     client_capabilities: Mapping[str, Any]
     server_capabilities: Mapping[str, Any]
 
     @property
+    def inbound(self) -> EraInbound:
+        """Notifications, server requests, the background thread."""
+
+    @property
     def terminal(self) -> McpError | None: ...
+
+    def terminate(self, error: McpError, *, wait: bool = False) -> None:
+        """End the session with ``error`` (the first call wins), tearing the transport down."""
 
     def request(
         self,
@@ -197,11 +246,11 @@ class Era(Protocol):
     def use_task(self, core: EraCore, tool: Tool, task: bool | None) -> bool:
         """Whether a ``tools/call`` of ``tool`` goes as (or may become) a task."""
 
-    def task_params(self, params: dict[str, Any], route: ProgressRoute) -> dict[str, Any]:
+    def task_params(self, params: dict[str, Any], route: Route) -> dict[str, Any]:
         """The ``tools/call`` params of a call that may become a task."""
 
     def follow_task(
-        self, core: EraCore, name: str, created: dict[str, Any], route: ProgressRoute, describe: Callable[[], str]
+        self, core: EraCore, name: str, created: dict[str, Any], route: Route, describe: Callable[[], str]
     ) -> Any:
         """Follow a task the server answered ``tools/call`` with to the result
         ``tools/call`` would have given; cancelled if the caller leaves first."""

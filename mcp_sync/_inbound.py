@@ -21,8 +21,8 @@ from ._serverlog import ServerLog
 from ._workers import Workers
 
 if TYPE_CHECKING:
+    from ._era import EraCore
     from ._handlers import Handlers
-    from ._session import _Core
 
 __all__ = ["AUTO_REFRESH_SPACING", "Inbound"]
 
@@ -46,7 +46,7 @@ _LIST_CHANGED = {
 class Inbound:
     """One session's receiver of notifications and server requests."""
 
-    def __init__(self, core: _Core, handlers: Handlers | None, *, auto_refresh: bool) -> None:
+    def __init__(self, core: EraCore, handlers: Handlers | None, *, auto_refresh: bool) -> None:
         self._core = core
         name = f"mcp_sync-{core.server}"
         self.progress = ProgressRoutes()

@@ -23,8 +23,8 @@ from ._tasks import TTL_SLACK_MS, check_task_option, poll_task, server_cancels
 from ._versions import HANDSHAKE_PROTOCOL_VERSIONS, LEGACY
 
 if TYPE_CHECKING:
-    from ._progress import ProgressRoute
-    from ._session import Watch
+    from ._era import Route
+    from ._pending import Watch
 
 __all__ = ["LegacyEra", "initialize_params"]
 
@@ -194,7 +194,7 @@ class LegacyEra:
             return takes
         return check_task_option(core, tool, task, takes)
 
-    def task_params(self, params: dict[str, Any], route: ProgressRoute) -> dict[str, Any]:
+    def task_params(self, params: dict[str, Any], route: Route) -> dict[str, Any]:
         # Asked-for lifetime: the furthest the caller may wait, and some slack
         # so the result is still there to fetch.
         ttl_ms = math.ceil((route.hard_deadline - time.monotonic()) * 1000) + TTL_SLACK_MS
@@ -206,7 +206,7 @@ class LegacyEra:
         }
 
     def follow_task(
-        self, core: EraCore, name: str, created: dict[str, Any], route: ProgressRoute, describe: Callable[[], str]
+        self, core: EraCore, name: str, created: dict[str, Any], route: Route, describe: Callable[[], str]
     ) -> Any:
         return poll_task(core, self, name, created, route, describe)
 

@@ -52,8 +52,8 @@ from ._versions import (
 )
 
 if TYPE_CHECKING:
-    from ._progress import ProgressRoute
-    from ._session import Watch
+    from ._era import Route
+    from ._pending import Watch
 
 __all__ = [
     "MAX_INPUT_REQUESTS",
@@ -386,11 +386,11 @@ class ModernEra:
             return takes
         return check_task_option(core, tool, task, takes)
 
-    def task_params(self, params: dict[str, Any], route: ProgressRoute) -> dict[str, Any]:
+    def task_params(self, params: dict[str, Any], route: Route) -> dict[str, Any]:
         return params  # the extension is declared in _meta, request by request
 
     def follow_task(
-        self, core: EraCore, name: str, created: dict[str, Any], route: ProgressRoute, describe: Callable[[], str]
+        self, core: EraCore, name: str, created: dict[str, Any], route: Route, describe: Callable[[], str]
     ) -> Any:
         return follow_modern_task(core, self, name, created, route, describe)
 

@@ -27,7 +27,7 @@ from ._limits import seconds
 from ._progress import ProgressCallback, open_route
 
 if TYPE_CHECKING:
-    from ._progress import ProgressRoute
+    from ._progress import ProgressRoute, ProgressRoutes
 
 __all__ = ["answer_all", "ask", "call_tool", "drive", "input_requests"]
 
@@ -100,6 +100,7 @@ def call_tool(
     timeout_ms: int,
     option: str,
     *,
+    routes: ProgressRoutes,
     meta: dict[str, Any],
     on_progress: ProgressCallback | None = None,
     extends: bool = False,
@@ -107,7 +108,8 @@ def call_tool(
     task: bool | None = None,
 ) -> CallToolResult:
     """``tools/call`` in either era: plain, with its progress followed as it
-    comes (and its deadline moved by it when asked), or as a task."""
+    comes (and its deadline moved by it when asked), or as a task. ``routes``:
+    the session's progress tokens (``core.inbound.progress``)."""
     name = tool.name
     era = core.era
     as_task = era.use_task(core, tool, task)
@@ -121,7 +123,7 @@ def call_tool(
             lambda: f"tool {name!a} on server {core.server!r} ({option}={timeout_ms})",
         )  # fmt: skip
         return parse_call_result(result, name, any_structured=era.any_structured)
-    route, hard_ms = open_route(core.inbound.progress, on_progress, timeout_ms, extends, max_timeout_ms)
+    route, hard_ms = open_route(routes, on_progress, timeout_ms, extends, max_timeout_ms)
     extended = f", extended by progress up to {hard_ms} ms" if extends and hard_ms > timeout_ms else ""
 
     def describe() -> str:
@@ -143,7 +145,7 @@ def call_tool(
         )  # fmt: skip
         return parse_call_result(result, name, any_structured=era.any_structured)
     finally:
-        core.inbound.progress.close(route)
+        routes.close(route)
 
 
 # ------------------------------------------------------------------ input_required

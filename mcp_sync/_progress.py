@@ -29,7 +29,7 @@ from ._errors import ProtocolError
 from ._limits import MAX_SAFE_INTEGER, check_limit, seconds
 
 if TYPE_CHECKING:
-    from ._session import _Watched
+    from ._pending import _Watched
     from ._transports._base import Outbound, Transport
 
 __all__ = [

@@ -16,7 +16,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from . import _log
 from ._catalog import (
@@ -36,10 +36,11 @@ from ._errors import (
     Timeout,
     ToolNotFound,
 )
-from ._jsonrpc import check_arguments, decode_line, encode
+from ._jsonrpc import check_arguments, decode_line, encode, error_object
 from ._legacy import LegacyEra
 from ._legacy import initialize_params as _initialize_params
 from ._limits import Limits, request_budget, seconds
+from ._pending import Watch, _Pending, _Watched
 from ._plan import ask, call_tool
 from ._progress import ProgressCallback
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
@@ -94,104 +95,6 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-class _Pending:
-    """One caller's wait for one reply.
-
-    A bare lock, taken at birth and released by whoever completes the entry:
-    cheaper than a ``concurrent.futures.Future`` (no condition variable, no
-    callbacks), which matters on a path that runs once per call. Only the
-    thread that removes the entry from the request table (under the table
-    lock) completes it, so it is completed at most once.
-    """
-
-    __slots__ = ("_done", "error", "result", "written")
-
-    def __init__(self) -> None:
-        self._done = threading.Lock()
-        self._done.acquire()
-        self.result: Any = None
-        self.error: BaseException | None = None
-        # Set under the table lock when the transport starts writing the
-        # frame; decides whether abandoning it needs a cancellation.
-        self.written = False
-
-    def set_result(self, result: Any) -> None:
-        self.result = result
-        self._done.release()
-
-    def set_exception(self, error: BaseException) -> None:
-        self.error = error
-        self._done.release()
-
-    def done(self) -> bool:
-        return not self._done.locked()
-
-    def wait(self, timeout: float) -> bool:
-        """Block until completed or ``timeout`` s pass (negative: forever)."""
-        return self._done.acquire(True, timeout)
-
-    def outcome(self) -> Any:
-        error = self.error
-        if error is not None:
-            # Neither this entry nor this frame may keep the error: its
-            # traceback holds both, and the cycle would keep every frame
-            # above (and what they hold: a session that should close when it
-            # is dropped) alive until a GC pass.
-            self.error = None
-            try:
-                raise error
-            finally:
-                del error
-        return self.result
-
-    def settle(self, transport: Transport, item: Outbound, timeout: float, deadline: float) -> bool:
-        """Send the request and wait for its reply until ``deadline``; False
-        if the deadline (or the wait for room in the queue) came first."""
-        leader = transport.leader  # stdio: read our own reply if nobody else reads
-        sent = (
-            transport.send(item, timeout)
-            if leader is None
-            else leader.exchange(item, timeout, self.done, deadline)
-        )
-        return sent and self.wait(max(0.0, deadline - time.monotonic()))
-
-
-class Watch(Protocol):
-    """Events a caller runs on its own thread while it waits for its reply
-    (progress notifications: see ``_progress.py``). ``deadline`` may move."""
-
-    deadline: float
-
-    def wake(self) -> None: ...
-
-    def retry(self) -> None:
-        """The same call sends a new request (a retry after ``input_required``)."""
-
-    def follow(self, entry: _Watched, transport: Transport, item: Outbound, timeout: float) -> bool: ...
-
-
-class _Watched(_Pending):
-    """A pending request whose caller also runs its :class:`Watch`'s events
-    while it waits; completing it wakes that caller."""
-
-    __slots__ = ("watch",)
-
-    def __init__(self, watch: Watch) -> None:
-        super().__init__()
-        self.watch = watch
-
-    def set_result(self, result: Any) -> None:
-        super().set_result(result)
-        self.watch.wake()
-
-    def set_exception(self, error: BaseException) -> None:
-        super().set_exception(error)
-        self.watch.wake()
-
-    def settle(self, transport: Transport, item: Outbound, timeout: float, deadline: float) -> bool:
-        return self.watch.follow(self, transport, item, timeout)
 
 
 class _Core:
@@ -504,12 +407,8 @@ class _Core:
         if has_result == ("error" in message):
             raise ProtocolError("a reply must carry exactly one of result and error")
         request_id = message["id"]
-        error = None if has_result else message["error"]
-        if error is not None and not (
-            isinstance(error, dict)
-            and type(error.get("code")) is int
-            and isinstance(error.get("message"), str)
-        ):
+        error = None if has_result else error_object(message)
+        if error is None and not has_result:
             raise ProtocolError("a reply has a malformed error object")
         if request_id is None:
             if error is None:
@@ -633,6 +532,7 @@ class _Core:
             meta["traceparent"] = _log.check_traceparent(traceparent)
         outcome = call_tool(
             self, tool, args, timeout_ms, option,
+            routes=self.inbound.progress,
             meta=meta,
             on_progress=on_progress,
             extends=progress_extends_deadline,

@@ -47,8 +47,7 @@ from ._redact import Redacted
 
 if TYPE_CHECKING:
     from ._catalog import Tool
-    from ._era import Era
-    from ._progress import ProgressRoute
+    from ._era import Era, Route
 
 __all__ = [
     "CANCEL_TIMEOUT",
@@ -151,7 +150,7 @@ def parse_task(value: object, where: str, *, interval_key: str = "pollInterval")
     )
 
 
-def _remaining(route: ProgressRoute, describe: Callable[[], str]) -> float:
+def _remaining(route: Route, describe: Callable[[], str]) -> float:
     left = route.deadline - time.monotonic()
     if left <= 0:
         raise Timeout(f"{describe()} missed its deadline")
@@ -166,7 +165,7 @@ def poll_task(  # noqa: PLR0917
     era: Era,
     name: str,
     created: dict[str, Any],
-    route: ProgressRoute,
+    route: Route,
     describe: Callable[[], str],
 ) -> Any:
     """The handshake era: poll the task a ``tools/call`` created to a
@@ -204,7 +203,7 @@ def follow_modern_task(  # noqa: PLR0917
     era: Era,
     name: str,
     created: dict[str, Any],
-    route: ProgressRoute,
+    route: Route,
     describe: Callable[[], str],
 ) -> Any:
     """Follow the task a modern server answered ``tools/call`` with, to the

@@ -26,17 +26,6 @@ PACKAGE = REPO / "mcp_sync"
 FEATURES = ("_core_api", "_resources", "_refresh", "_serverlog", "_health", "_roots")
 SESSION_MODULES = {"mcp_sync._session", "mcp_sync._session_api", "mcp_sync._inbound"}
 
-# The edges that still close a cycle, in modules other engineers are
-# reshaping (eras: core machinery typed against _Core; cli; auth; the fake
-# server). The lead removes this mark once they are merged away.
-REMAINING = (
-    "mcp_sync._handlers (ServerRequests), _inbound, _modern, _progress, _tasks -> mcp_sync._session "
-    "(TYPE_CHECKING _Core/Watch/Transport/_Watched) while _session imports each of them; "
-    "mcp_sync.cli <-> mcp_sync._cli_features; mcp_sync.auth._base <-> mcp_sync.auth._grant; "
-    "mcp_sync.testing._server <-> _eras, _features, _http"
-)
-
-
 @functools.cache
 def _script() -> ModuleType:
     loader = importlib.machinery.SourceFileLoader("import_cycles", str(SCRIPT))
@@ -119,10 +108,30 @@ def test_no_feature_or_session_module_is_in_a_cycle() -> None:
     assert not mine & in_cycles
 
 
-@pytest.mark.xfail(strict=False, reason=f"cycles remain through: {REMAINING}")
 def test_the_package_import_graph_has_no_cycle() -> None:
     run = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, check=False)
-    assert run.returncode == 0, run.stdout
+    assert (run.returncode, run.stdout) == (0, "no import cycle\n"), run.stdout
+
+
+# The contracts at the bottom of the session's layers: each may name only
+# value types and the contracts below it, never the machinery, an era or the core.
+CONTRACTS = {
+    "_pending": {"_transports._base"},
+    "_core_api": {"_catalog", "_errors", "_limits", "_roots"},
+    "_era": {"_catalog", "_errors", "_limits", "_pending", "_core_api", "_transports._base"},
+}
+
+
+@pytest.mark.parametrize("contract", sorted(CONTRACTS))
+def test_the_session_contracts_import_only_lower_modules(contract: str) -> None:
+    edges = _package_graph()[f"mcp_sync.{contract}"]
+    allowed = {f"mcp_sync.{name}" for name in CONTRACTS[contract]}
+    assert edges <= allowed, edges - allowed
+
+
+@pytest.mark.parametrize("machinery", ["_answering", "_inbound", "_legacy", "_modern", "_plan", "_progress", "_tasks"])
+def test_the_session_machinery_does_not_import_the_core(machinery: str) -> None:
+    assert "mcp_sync._session" not in _package_graph()[f"mcp_sync.{machinery}"]
 
 
 def test_session_lists_its_whole_surface_in_one_class() -> None:

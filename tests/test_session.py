@@ -279,6 +279,7 @@ def test_null_id_error_goes_to_the_observer_only() -> None:
     [
         ('{"jsonrpc":"2.0","result":{},"id":null}', "a result reply has a null id"),
         ('{"jsonrpc":"2.0","error":{"code":"x"},"id":null}', "a reply has a malformed error object"),
+        ('{"jsonrpc":"2.0","error":null,"id":{id}}', "a reply has a malformed error object"),
         ('{"jsonrpc":"1.0","result":{},"id":{id}}', 'a protocol frame has a jsonrpc version other than "2.0"'),
         ('{"jsonrpc":"2.0","result":{}}', "a reply has no id"),
         ('{"jsonrpc":"2.0","result":{},"id":true}', "a reply has an id that is not a string or integer"),
