@@ -218,6 +218,28 @@ class InputRequired(McpError):
         return InputRequired(self.message, self.methods)
 
 
+class MissingExtra(McpError, ImportError):
+    """A feature needs an optional dependency that is not installed: the
+    HTTP transports need httpx (extra ``http``), ``validate_output`` needs
+    jsonschema (``validation``), signed JWTs and DPoP need joserfc
+    (``auth``). Also an :class:`ImportError`. Raised before anything is
+    started or sent; ``extra`` names the extra that brings it."""
+
+    kind = "missing_extra"
+
+    def __init__(self, message: str, extra: str = "") -> None:
+        super().__init__(message)
+        self.extra = extra
+
+    def _copy(self) -> McpError:
+        return type(self)(self.message, self.extra)
+
+
+def missing_extra(feature: str, module: str, extra: str) -> MissingExtra:
+    """The error for ``feature`` needing ``module``, which ``extra`` brings."""
+    return MissingExtra(f"{feature} needs {module}: pip install 'mcp-sync-client[{extra}]'", extra)
+
+
 class ServerUnavailable(McpError):
     """:class:`mcp_sync.Servers` will not start this server again yet: it kept
     failing, and the next attempt is held back (see the respawn policy).

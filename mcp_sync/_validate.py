@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from ._catalog import CallToolResult, Snapshot, Tool, thaw
-from ._errors import InvalidResponse, ProtocolError
+from ._errors import InvalidResponse, missing_extra
 
 __all__ = ["check_structured_output", "require_jsonschema"]
 
@@ -25,9 +25,7 @@ _lock = threading.Lock()  # guards building a snapshot's validator cache entries
 def require_jsonschema() -> None:
     """Refuse ``validate_output=True`` up front when jsonschema is missing."""
     if importlib.util.find_spec("jsonschema") is None:
-        raise ProtocolError(
-            "option validate_output needs jsonschema: install mcp-sync-client[validation]"
-        )
+        raise missing_extra("option validate_output", "jsonschema", "validation")
 
 
 def _validator(snapshot: Snapshot, tool: Tool) -> Any:

@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .._errors import ProtocolError
+from .._errors import ProtocolError, missing_extra
 from .._headers import check_headers, plain_http_refused
 from .._redact import Redacted
 
@@ -32,9 +32,7 @@ def import_httpx() -> ModuleType:
     try:
         import httpx
     except ImportError:
-        raise ProtocolError(
-            "the HTTP transport needs httpx: install mcp-sync-client[http]"
-        ) from None
+        raise missing_extra("the HTTP transport", "httpx", "http") from None
     return httpx
 
 

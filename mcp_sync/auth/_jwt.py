@@ -13,7 +13,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .._errors import ProtocolError
+from .._errors import ProtocolError, missing_extra
 
 __all__ = ["SIGNING_ALGORITHMS", "client_assertion_signer", "load_private_key", "signer"]
 
@@ -29,9 +29,7 @@ def joserfc() -> tuple[ModuleType, ModuleType]:
     try:
         from joserfc import jwk, jwt
     except ImportError:
-        raise ProtocolError(
-            "signing JWTs (private_key_jwt, DPoP) needs joserfc: install mcp-sync-client[auth]"
-        ) from None
+        raise missing_extra("signing JWTs (private_key_jwt, DPoP)", "joserfc", "auth") from None
     return jwt, jwk
 
 
