@@ -180,6 +180,9 @@ class Era(Protocol):
     """``"legacy"`` or ``"modern"``: what ``Session.era`` says."""
     any_structured: bool
     """Whether a tool's ``structuredContent`` may be any JSON value (else an object)."""
+    input_rounds: bool
+    """Whether a result may ask for another round (``input_required``); when
+    not, a request that cannot become a task is settled by its first result."""
 
     @property
     def version(self) -> str | None:

@@ -258,26 +258,24 @@ def check_arguments(arguments: object, max_bytes: int) -> None:
         raise InvalidOption(
             f"tool arguments must be a dict with str keys, got {type(arguments).__name__}"
         )
-    if len(arguments) <= 16 and _flat_checked(arguments, max_bytes):
-        return  # encode() checks the exact size
-    _walk(arguments, max_bytes)
-
-
-def _flat_checked(arguments: dict[Any, Any], max_bytes: int) -> bool:
-    """The common flat case, without the walk's bookkeeping: ``True`` when
-    every value is a str, int, bool or None (and fits); ``False`` to walk."""
+    if len(arguments) > 16:
+        _walk(arguments, max_bytes)
+        return
+    # The common flat case, inline (this runs on every call): str, int, bool
+    # or None values are checked here; anything else takes the walk.
     size = 0
     for key, value in arguments.items():
         kind = type(value)
         if type(key) is not str or kind not in _FLAT:
-            return False
+            _walk(arguments, max_bytes)
+            return
         if kind is str:
             size += len(key) + len(value)
         elif kind is int and not -_INT_OVERFLOW < value < _INT_OVERFLOW:
             raise _int_too_large()
     if size > max_bytes:
         raise _too_large(max_bytes)
-    return True
+    # encode() checks the exact size
 
 
 def _walk(arguments: dict[Any, Any], max_bytes: int) -> None:

@@ -50,6 +50,7 @@ class LegacyEra:
 
     name = LEGACY
     any_structured = False
+    input_rounds = False  # no input_required in this era
 
     def __init__(self, version: str | None, *, client_info: Mapping[str, str]) -> None:
         self._version = version

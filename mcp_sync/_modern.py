@@ -117,6 +117,7 @@ class ModernEra:
 
     name = MODERN
     any_structured = True  # since 2026-07-28 structured content may be any JSON value
+    input_rounds = True
 
     def __init__(
         self,

@@ -53,6 +53,26 @@ def drive(
     result = era.request(
         core, method, params, deadline if route is None else route.deadline, describe, watch=route, tasks=tasks
     )
+    if not tasks and not era.input_rounds:
+        return result  # an era without input rounds: one request, one result
+    return rounds(core, method, params, deadline, describe, result, route=route, name=name)
+
+
+def rounds(  # noqa: PLR0917
+    core: EraCore,
+    method: str,
+    params: Mapping[str, Any],
+    deadline: float,
+    describe: Callable[[], str],
+    result: Any,
+    *,
+    route: ProgressRoute | None = None,
+    name: str = "",
+) -> Any:
+    """What :func:`drive` does after the first result: a task followed, or
+    another round for each ``input_required``, until a final result."""
+    era = core.era
+    tasks = route is not None and name != ""
     kind = era.result_kind(result, method, tasks=tasks)
     if kind == COMPLETE:
         return result  # most requests: one round, nothing more to drive
@@ -117,11 +137,15 @@ def call_tool(
     if on_progress is None and not as_task:
         if meta:
             params["_meta"] = meta
-        result = drive(
-            core, "tools/call", params, time.monotonic() + seconds(timeout_ms),
-            # Built only for a timeout's message: most calls never need it.
-            lambda: f"tool {name!a} on server {core.server!r} ({option}={timeout_ms})",
-        )  # fmt: skip
+        # drive()'s first round, inline: this is every plain call's path.
+        deadline = time.monotonic() + seconds(timeout_ms)
+
+        def plain() -> str:  # built only for a timeout's message
+            return f"tool {name!a} on server {core.server!r} ({option}={timeout_ms})"
+
+        result = era.request(core, "tools/call", params, deadline, plain)
+        if era.input_rounds:
+            result = rounds(core, "tools/call", params, deadline, plain, result)
         return parse_call_result(result, name, any_structured=era.any_structured)
     route, hard_ms = open_route(routes, on_progress, timeout_ms, extends, max_timeout_ms)
     extended = f", extended by progress up to {hard_ms} ms" if extends and hard_ms > timeout_ms else ""

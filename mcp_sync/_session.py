@@ -55,6 +55,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CLIENT_INFO", "SUPPORTED_PROTOCOL_VERSIONS"]
 
+# Builds an Outbound without the Python-level __new__ a NamedTuple has: this
+# runs once per request, on the caller's thread.
+_outbound = tuple.__new__
+
 
 def _client_info() -> Mapping[str, str]:
     from types import MappingProxyType
@@ -275,7 +279,7 @@ class _Core:
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
             self.limits.max_outbound_frame_bytes,
         )
-        item = Outbound(frame, REQUEST, request_id, method, headers)
+        item = _outbound(Outbound, (frame, REQUEST, request_id, method, headers, None))
         entry = _Pending() if watch is None else _Watched(watch)
         transport = self.transport
         assert transport is not None

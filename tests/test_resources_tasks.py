@@ -303,7 +303,7 @@ def test_validate_output_without_jsonschema_is_refused_before_spawning(tmp_path:
         f"c, *a = server_command('--marker', {str(marker)!r})\n"
         "try:\n"
         "    mcp_sync.connect(server='v', command=c, args=a, validate_output=True)\n"
-        "except mcp_sync.ProtocolError as e:\n"
+        "except mcp_sync.MissingExtra as e:\n"
         "    print(e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30)
