@@ -403,7 +403,7 @@ def test_the_sdists_tests_run_from_the_unpacked_sdist(built: tuple[Path, Path, s
 def test_stress_runs_the_suite_beside_two_cpu_hogs_and_reports_each_run(tmp_path: Path) -> None:
     # One short run of a two-test file (one fails) stands in for N runs of the suite.
     (tmp_path / "test_two.py").write_text("def test_ok():\n    pass\n\n\ndef test_bad():\n    assert False\n")
-    env = {**os.environ, "MCP_SYNC_TEST_WORKERS": "0"}
+    env = {**os.environ, "MCP_SYNC_TEST_WORKERS": "0", "MCP_SYNC_STRESS_LOGS": str(tmp_path / "logs")}
     done = subprocess.run(
         [str(REPO / "scripts" / "stress"), "1", str(tmp_path / "test_two.py")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
