@@ -136,7 +136,7 @@ def test_http_client_must_be_an_httpx_client(hostile: Hostile) -> None:
 
 def test_missing_httpx_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "httpx", None)
-    with pytest.raises(mcp_sync.ProtocolError, match=r"mcp-sync-client\[http\]"):
+    with pytest.raises(mcp_sync.MissingExtra, match=r"mcp-sync-client\[http\]"):
         check_http_options("x", "http://127.0.0.1/mcp", None, None)
 
 
