@@ -612,3 +612,33 @@ def test_an_interrupted_reader_loses_one_line_at_most() -> None:
     finally:
         transport.shutdown(True)
     wait_gone(transport.pid)
+
+
+def test_an_interrupt_just_after_the_direct_write_still_cancels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The caller writes its own small frame; a KeyboardInterrupt lands the
+    # moment write(2) returns, before anything else runs. The server has the
+    # request, so abandoning it must still send notifications/cancelled.
+    from mcp_sync._transports import stdio as _stdio
+
+    log = tmp_path / "server.log"
+    real_write = os.write
+    armed = True
+
+    def write(fd: int, data: bytes) -> int:
+        nonlocal armed
+        written = real_write(fd, data)
+        if armed and b'"tools/call"' in bytes(data):
+            armed = False
+            raise KeyboardInterrupt
+        return written
+
+    with connect_fake("--log", str(log)) as session:
+        monkeypatch.setattr(_stdio.os, "write", write)
+        with pytest.raises(KeyboardInterrupt):
+            session.call_tool("sleep", {"ms": 30_000}, timeout_ms=20_000)
+        monkeypatch.undo()
+        assert not armed, "the request did not go through the direct write"
+        assert _eventually(lambda: "notifications/cancelled" in methods(log)), methods(log)
+        assert session.call_tool("echo", {"message": "after"}).content[0]["text"] == "after"

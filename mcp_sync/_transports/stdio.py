@@ -145,13 +145,17 @@ class _Stdin:
             # hint only: a frame queued a moment later is still written.
             if not self._open or self._queue.queue:
                 return False
+            # Claimed before the write: an interrupt landing just after
+            # write(2) returns must still find the request marked as sent,
+            # so that abandoning it tells the server. (If the write then
+            # fails, the frame goes through the queue and is sent anyway.)
+            if request_id is not None and not self._claim(request_id):
+                return False  # abandoned (or ended): the writer skips it too
             try:
                 os.write(self._fd, frame)
             except OSError:
                 # Full, or broken: the writer thread meets and reports the latter.
                 return False
-            if request_id is not None:
-                self._claim(request_id)
             return True
         finally:
             if _owned(lock):
