@@ -95,22 +95,35 @@ def _owned(lock: Any) -> bool:
 
 class _Stdin:
     """The write side: the bounded outbound queue, the writer thread's loop,
-    and the direct write of a caller that finds stdin idle."""
+    and the direct writes of callers.
+
+    A caller writes its own small frame at once when stdin is idle. When
+    another thread holds stdin, its frame goes into the queue and whoever
+    holds stdin writes it on the way out, together with everything else
+    queued, in one ``write(2)`` (at most PIPE_BUF bytes, so all or nothing).
+    The writer thread is woken only for what no caller may write without
+    waiting: a full pipe, a frame over PIPE_BUF, or a frame queued by the
+    main thread, which never writes other callers' frames (an interrupt
+    there could lose them).
+    """
 
     def __init__(self, claim: Callable[[int], bool], capacity: int) -> None:
         self._claim = claim
         self._queue = _Outbound(maxsize=capacity)
         # Whoever holds lock writes to stdin, so frames never interleave: the
-        # writer thread (which waits for it), or a caller writing its own
-        # small frame while stdin is idle (which only tries it: no hand-off
-        # to the writer thread on the hot path, and never a wait). stdin is
-        # non-blocking so that write can never stall a caller past its
-        # deadline. _open turns false, under lock, when stdin closes.
-        self.lock = threading.RLock()
+        # writer thread (which waits for it), or a caller (which only tries
+        # it: never a wait on the hot path). stdin is non-blocking so that a
+        # write can never stall a caller past its deadline. _open turns
+        # false, under lock, when stdin closes. (Any: _is_owned is not typed.)
+        self.lock: Any = threading.RLock()
+        # Set when the queue holds something only the writer thread can
+        # write; the writer thread waits for it.
+        self._kick = threading.Event()
         self._open = True
         self.direct = False
         self._fd = -1
         self._stream: Any = None
+        self._main = threading.main_thread().ident
 
     def attach(self, stream: Any, posix: bool) -> None:
         self._stream = stream
@@ -121,8 +134,9 @@ class _Stdin:
                 self.direct = True
 
     def put(self, frame: bytes, request_id: int | None, timeout: float | None) -> bool:
-        """Queue a frame for the writer thread, waiting up to ``timeout`` s
-        for room (None: not at all)."""
+        """Queue a frame, waiting up to ``timeout`` s for room (None: not at
+        all), and see it written: by this thread if it may, else by the
+        holder of stdin or the writer thread."""
         try:
             if timeout is None:
                 self._queue.put_nowait((request_id, frame))
@@ -130,13 +144,71 @@ class _Stdin:
                 self._queue.put((request_id, frame), timeout=timeout)
         except queue.Full:
             return False
+        self.flush()
         return True
 
-    def try_direct(self, frame: bytes, request_id: int | None) -> bool:
-        """Write a small frame from the calling thread if stdin is idle and
-        the pipe has room; True if it was written (whole: see _DIRECT_MAX)."""
+    def flush(self) -> None:
+        """Write what is queued, if stdin is idle and this thread may (see
+        the class docstring); what it may not write goes to the writer
+        thread. A holder of stdin looks again once it lets go, so a frame
+        queued while it held stdin is never left behind."""
+        pending = self._queue.queue
         lock = self.lock
-        if not self.direct or len(frame) > _DIRECT_MAX or _owned(lock):
+        while pending:
+            if not self.direct or threading.get_ident() == self._main:
+                self._kick.set()
+                return
+            if not lock.acquire(False):
+                return  # its holder looks again once it lets go
+            try:
+                stuck = self._write_queued()
+            finally:
+                lock.release()
+            if stuck:
+                self._kick.set()
+                return
+
+    def _write_queued(self) -> bool:
+        """Holding stdin: write the queued frames that fit in one atomic
+        write(2). True when what is left needs the writer thread."""
+        outbound = self._queue
+        batch: list[tuple[int | None, bytes]] = []
+        size = 0
+        with outbound.mutex:
+            pending = outbound.queue
+            while pending:
+                item = pending[0]
+                if item is None or size + len(item[1]) > _DIRECT_MAX:
+                    break  # the sentinel, or a frame too large to write whole
+                pending.popleft()
+                batch.append(item)
+                size += len(item[1])
+            if batch:
+                outbound.not_full.notify(len(batch))
+            elif pending:
+                return True
+        if not self._open:
+            return False  # stdin is closed: the queue was dropped with it
+        claim = self._claim
+        frames = [frame for request_id, frame in batch if request_id is None or claim(request_id)]
+        if not frames:
+            return False
+        try:
+            os.write(self._fd, frames[0] if len(frames) == 1 else b"".join(frames))
+        except OSError:
+            # Full (or broken, which the writer thread meets and reports): the
+            # frames go back in front, in order, for the writer thread.
+            with outbound.mutex:
+                outbound.queue.extendleft(reversed(batch))
+            return True
+        return False
+
+    def try_direct(self, frame: bytes, request_id: int | None) -> bool:
+        """Write a small frame from the calling thread if stdin is idle, the
+        queue empty and the pipe has room; True if it was written (whole:
+        see _DIRECT_MAX)."""
+        lock = self.lock
+        if not self.direct or len(frame) > _DIRECT_MAX or lock._is_owned():
             return False
         try:
             if not lock.acquire(False):
@@ -158,25 +230,36 @@ class _Stdin:
                 return False
             return True
         finally:
-            if _owned(lock):
+            if lock._is_owned():
                 lock.release()
+                if self._queue.queue:
+                    self.flush()  # queued while we held stdin
 
     def run(self) -> None:
-        """The writer thread: drain the queue into stdin until the sentinel
-        (OSError: the pipe broke). Closes stdin on the way out."""
+        """The writer thread: write what callers could not, until the
+        sentinel (OSError: the pipe broke). Closes stdin on the way out."""
         claim = self._claim
-        get = self._queue.get
+        get = self._queue.get_nowait
         lock = self.lock
+        kick = self._kick
         try:
             while True:
-                item = get()
+                kick.wait()
+                kick.clear()
                 with lock:
-                    if item is None:  # _STOP
-                        return
-                    request_id, frame = item
-                    if request_id is not None and not claim(request_id):
-                        continue  # abandoned before it was started
-                    self._write_all(frame)
+                    while True:
+                        try:
+                            item = get()
+                        except queue.Empty:
+                            break
+                        if item is None:  # _STOP
+                            return
+                        request_id, frame = item
+                        if request_id is not None and not claim(request_id):
+                            continue  # abandoned before it was started
+                        self._write_all(frame)
+                if self._queue.queue:
+                    kick.set()  # queued while we held stdin
         finally:
             with lock:
                 self._open = False
@@ -202,6 +285,7 @@ class _Stdin:
     def close(self) -> None:
         """Drop what is queued; the writer closes stdin at the sentinel."""
         self._queue.close()
+        self._kick.set()
 
 
 class StdioTransport:
