@@ -9,8 +9,13 @@ routes and the era contract can name them without importing the session.
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
+import select
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -18,22 +23,96 @@ if TYPE_CHECKING:
 
 __all__ = ["Watch", "_Pending", "_Watched"]
 
+_POLL_MAX_MS = 2**31 - 1
+
+
+class _Waker:
+    """One thread's wake-up: a non-blocking eventfd and a poll object on it.
+
+    The thread that completes a request writes the eventfd with the GIL
+    released, so the woken caller does not queue behind the completer for
+    the GIL (a ``threading.Lock`` is released with the GIL held, and under
+    load each such wake-up cost a caller two or three context switches).
+    The descriptor is closed when the last reference goes: the thread's own
+    (dropped when the thread ends) or that of an entry still being completed,
+    so a completer never writes to a number that was closed and reused.
+    """
+
+    __slots__ = ("_poll", "fd")
+
+    def __init__(self) -> None:
+        self.fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._poll = select.poll()
+        self._poll.register(self.fd, select.POLLIN)
+
+    def wake(self) -> None:
+        with contextlib.suppress(OSError):
+            os.eventfd_write(self.fd, 1)
+
+    def sleep(self, done: Callable[[], bool], timeout: float) -> bool:
+        """Until ``done()`` or ``timeout`` s (negative: forever). A wake-up
+        left over from an earlier wait only costs one more look."""
+        deadline = time.monotonic() + timeout if timeout >= 0 else math.inf
+        poll = self._poll.poll
+        fd = self.fd
+        while not done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            poll(-1 if remaining == math.inf else min(math.ceil(remaining * 1000), _POLL_MAX_MS))
+            with contextlib.suppress(BlockingIOError):
+                os.eventfd_read(fd)
+        return True
+
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            _close(self.fd)
+
+
+# Each thread's _Waker, made on its first wait (Linux only: eventfd).
+_wakers = threading.local()
+_EVENTFD = hasattr(os, "eventfd") and hasattr(select, "poll")
+
+
+def _forked() -> None:
+    # The child's copy of the eventfd is the parent's object: a wake-up
+    # meant for one process must never reach the other.
+    _wakers.__dict__.pop("waker", None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
+def _waker() -> _Waker | None:
+    waker: _Waker | None = _wakers.__dict__.get("waker")
+    if waker is None and _EVENTFD:
+        try:
+            waker = _wakers.waker = _Waker()
+        except OSError:
+            return None  # out of descriptors: the entry's lock serves
+    return waker
+
 
 class _Pending:
     """One caller's wait for one reply.
 
-    A bare lock, taken at birth and released by whoever completes the entry:
-    cheaper than a ``concurrent.futures.Future`` (no condition variable, no
-    callbacks), which matters on a path that runs once per call. Only the
-    thread that removes the entry from the request table (under the table
-    lock) completes it, so it is completed at most once.
+    Completion is a bare lock, taken at birth and released by whoever
+    completes the entry: cheaper than a ``concurrent.futures.Future`` (no
+    condition variable, no callbacks), which matters on a path that runs
+    once per call. Only the thread that removes the entry from the request
+    table (under the table lock) completes it, so it is completed at most
+    once. A caller that must block registers its thread's :class:`_Waker`
+    first and is woken through it (one wake-up per call); where there is
+    no eventfd it blocks on the lock itself.
     """
 
-    __slots__ = ("_done", "error", "result", "written")
+    __slots__ = ("_done", "_waker", "error", "result", "written")
 
     def __init__(self) -> None:
         self._done = threading.Lock()
         self._done.acquire()
+        self._waker: _Waker | None = None
         self.result: Any = None
         self.error: BaseException | None = None
         # Set under the table lock when the transport starts writing the
@@ -43,17 +122,39 @@ class _Pending:
     def set_result(self, result: Any) -> None:
         self.result = result
         self._done.release()
+        waker = self._waker  # read after the release: see wait()
+        if waker is not None:
+            waker.wake()
 
     def set_exception(self, error: BaseException) -> None:
         self.error = error
         self._done.release()
+        waker = self._waker
+        if waker is not None:
+            waker.wake()
 
     def done(self) -> bool:
         return not self._done.locked()
 
     def wait(self, timeout: float) -> bool:
-        """Block until completed or ``timeout`` s pass (negative: forever)."""
-        return self._done.acquire(True, timeout)
+        """Block until completed or ``timeout`` s pass (negative: forever).
+        One thread waits on an entry at a time."""
+        done = self._done
+        if not done.locked():
+            return True
+        waker = _waker()
+        if waker is None:
+            if not done.acquire(True, timeout):
+                return False
+            done.release()  # stays completed for done()
+            return True
+        # Registered before the last look at the lock: a completer that
+        # released it before seeing the waker is caught by that look.
+        self._waker = waker
+        try:
+            return waker.sleep(self.done, timeout)
+        finally:
+            self._waker = None
 
     def outcome(self) -> Any:
         error = self.error
