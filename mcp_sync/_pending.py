@@ -179,7 +179,8 @@ class _Pending:
             if leader is None
             else leader.exchange(item, timeout, self.done, deadline)
         )
-        return sent and self.wait(max(0.0, deadline - time.monotonic()))
+        # A caller that read its own reply has nothing to wait for.
+        return sent and (not self._done.locked() or self.wait(max(0.0, deadline - time.monotonic())))
 
 
 class Watch(Protocol):

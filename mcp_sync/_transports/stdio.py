@@ -365,7 +365,7 @@ class StdioTransport:
         # _resync, _stdout_state) and dispatch. The reader thread waits for
         # it; a caller only tries it (``lead``), and teardown waits for it at
         # most THREAD_JOIN before closing the descriptors.
-        self._rlock = threading.RLock()
+        self._rlock: Any = threading.RLock()  # (Any: _is_owned is not typed)
         self._partial: list[bytes] = []
         self._held = 0
         self._chunk: bytes | None = None
@@ -486,9 +486,10 @@ class StdioTransport:
         woken) would otherwise wake the reader thread with the reply.
         """
         frame, request_id = item.frame, item.request_id
+        owned = self._rlock._is_owned  # (a C method: this runs once per call)
         # A thread that already holds the token is a callback calling from
         # inside a dispatch: it never reads (nor gives back) for itself.
-        if not _owned(self._rlock):
+        if not owned():
             try:
                 # Only a write that cannot block: never hold the token while
                 # waiting for room, or nobody reads the replies the server is
@@ -497,7 +498,7 @@ class StdioTransport:
                     self._read_until(done, deadline)
                     return True
             finally:
-                if _owned(self._rlock):
+                if owned():
                     self._give_read_side()
         if not self._send(frame, request_id, timeout):
             return False
@@ -507,13 +508,14 @@ class StdioTransport:
     def lead(self, done: Callable[[], bool], deadline: float) -> None:
         """Read stdout in the calling thread until ``done()`` or ``deadline``
         (a ``time.monotonic`` value), if nobody else is reading."""
-        if _owned(self._rlock):
+        owned = self._rlock._is_owned
+        if owned():
             return
         try:
             if self._take_read_side():
                 self._read_until(done, deadline)
         finally:
-            if _owned(self._rlock):
+            if owned():
                 self._give_read_side()
 
     def _take_read_side(self) -> bool:

@@ -1,0 +1,153 @@
+"""Wake-ups and writes at the limit: a blocked caller is woken once, through its
+thread's eventfd; a frame queued while stdin is busy leaves with the holder of
+stdin, never through a hand-off to the writer thread; the descriptors belong
+to the thread (closed when it ends, remade in a forked child)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+from typing import Any
+
+import pytest
+from support import connect_fake
+
+from mcp_sync import _pending
+
+needs_eventfd = pytest.mark.skipif(not _pending._EVENTFD, reason="needs os.eventfd (Linux)")
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_frames_queued_while_stdin_is_busy_leave_with_its_holder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_sync._transports import stdio as _stdio
+
+    with connect_fake() as session:
+        stdin_fd = session._core.transport._stdin._fd  # type: ignore[union-attr]
+        writers: list[str] = []
+        real_write = os.write
+
+        def write(fd: int, data: Any) -> int:
+            if fd == stdin_fd:
+                writers.append(threading.current_thread().name)
+            return real_write(fd, data)
+
+        monkeypatch.setattr(_stdio.os, "write", write)
+        answers: list[str] = []
+
+        def caller(index: int) -> None:
+            for n in range(40):
+                message = f"{index}-{n}"
+                answers.append(session.call_tool("echo", {"message": message}).content[0]["text"] == message)
+
+        threads = [threading.Thread(target=caller, args=(i,)) for i in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        monkeypatch.undo()
+    assert answers == [True] * 640
+    # The pipe never filled: no frame needed the writer thread.
+    assert [name for name in writers if name.endswith("-writer")] == []
+    assert 0 < len(writers) <= 640
+
+
+def test_the_main_threads_frames_still_leave_while_others_hold_stdin() -> None:
+    with connect_fake() as session:
+        stop = threading.Event()
+
+        def hammer() -> None:
+            while not stop.is_set():
+                session.call_tool("echo", {"message": "other"})
+
+        others = [threading.Thread(target=hammer) for _ in range(8)]
+        for thread in others:
+            thread.start()
+        try:
+            for n in range(300):
+                assert session.call_tool("echo", {"message": f"main{n}"}, timeout_ms=20_000).content[0]["text"] == f"main{n}"
+        finally:
+            stop.set()
+            for thread in others:
+                thread.join(30)
+
+
+@needs_eventfd
+def test_a_blocked_waiter_is_woken_by_another_thread() -> None:
+    entry = _pending._Pending()
+    threading.Timer(0.05, entry.set_result, args=("answer",)).start()
+    started = time.monotonic()
+    assert entry.wait(10.0)
+    assert time.monotonic() - started < 5.0
+    assert entry.outcome() == "answer"
+    assert entry.done() and entry.wait(0.0)  # stays completed
+
+
+@needs_eventfd
+def test_a_late_wake_up_does_not_complete_the_next_wait() -> None:
+    stale = _pending._Pending()
+    assert not stale.wait(0.01)  # registers, gives up
+    stale._waker = _pending._waker()  # a completer that saw the waker just before it left
+    stale.set_result(None)  # ... writes this thread's eventfd after the wait ended
+    fresh = _pending._Pending()
+    started = time.monotonic()
+    assert not fresh.wait(0.2)  # the stale wake-up costs one more look, not a false result
+    assert time.monotonic() - started >= 0.15
+    fresh.set_exception(ValueError("boom"))
+    assert fresh.wait(0.0)
+    with pytest.raises(ValueError, match="boom"):
+        fresh.outcome()
+
+
+@needs_eventfd
+def test_a_threads_waker_is_closed_when_the_thread_ends() -> None:
+    gc.collect()
+    before = _fds()
+
+    def waits() -> None:
+        entry = _pending._Pending()
+        threading.Timer(0.02, entry.set_result, args=(1,)).start()
+        assert entry.wait(10.0)
+
+    threads = [threading.Thread(target=waits) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    deadline = time.monotonic() + 10
+    while _fds() > before:
+        assert time.monotonic() < deadline, f"{_fds() - before} descriptors left"
+        gc.collect()
+        time.sleep(0.01)
+
+
+@needs_eventfd
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_makes_its_own_waker() -> None:
+    parent = _pending._waker()
+    assert parent is not None
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        try:
+            mine = _pending._waker()
+            ok = mine is not None and mine is not parent and mine.fd != parent.fd
+            entry = _pending._Pending()
+            threading.Timer(0.02, entry.set_result, args=(1,)).start()
+            ok = ok and entry.wait(10.0)
+            os.write(write_end, b"ok" if ok else b"shared")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        report = pipe.read()
+    os.waitpid(child, 0)
+    assert report == b"ok"
+    # The parent's own waker still works.
+    entry = _pending._Pending()
+    threading.Timer(0.02, entry.set_result, args=(2,)).start()
+    assert entry.wait(10.0) and entry.outcome() == 2
