@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/B two versions of mcp_sync in one run: this working tree against a git ref.
 
-    .venv/bin/python scripts/bench_ab.py REF [--rounds R] [--calls N] [--no-http]
+    .venv/bin/python scripts/bench_ab.py REF [--rounds R] [--calls N] [--no-http] [--threads T]
 
 REF's ``mcp_sync/`` is exported (``git archive``) into a temporary folder; each
 round then runs one child process per side, alternating which goes first, so
@@ -11,8 +11,11 @@ drift on a busy machine is shared out. Each child connects, warms up, and makes
 Streamable HTTP in the 2026-07-28 era (against the official SDK's server,
 ``tests/peers/sdk_server.py``, JSON-response mode). It reports the median
 latency and the client's CPU time per call (``time.process_time``, which counts
-every thread of the client process). The table shows the median over rounds of
-each figure and the ratio this tree / REF.
+every thread of the client process). With ``--threads T`` (e.g. 16) each side
+also makes ``--calls`` calls from T threads released together over stdio and
+reports calls/s, CPU and context switches (``getrusage``, voluntary and not)
+per call. The table shows the median over rounds of each figure and the ratio
+this tree / REF.
 """
 
 from __future__ import annotations
@@ -34,9 +37,38 @@ ECHO_SERVER = ROOT / "scripts" / "bench_echo_server.py"
 SDK_SERVER = ROOT / "tests" / "peers" / "sdk_server.py"
 
 CHILD = r"""
-import json, statistics, sys, time
+import json, resource, statistics, sys, threading, time
 import mcp_sync
 mode, calls, target = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+if mode.startswith("threads"):
+    threads = int(mode[len("threads"):])
+    session = mcp_sync.connect(server="ab", command=sys.executable, args=[target])
+    with session:
+        def job(n):
+            for _ in range(n):
+                session.call_tool("echo", {"message": "hello"})
+        def burst(n):
+            gate = threading.Barrier(threads + 1)
+            def run():
+                gate.wait()
+                job(n // threads)
+            workers = [threading.Thread(target=run) for _ in range(threads)]
+            for worker in workers:
+                worker.start()
+            gate.wait()
+            t0 = time.perf_counter()
+            for worker in workers:
+                worker.join()
+            return time.perf_counter() - t0
+        burst(min(800, calls))
+        usage0, cpu0 = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
+        wall = burst(calls)
+        cpu, usage = time.process_time() - cpu0, resource.getrusage(resource.RUSAGE_SELF)
+    n = calls // threads * threads
+    switches = usage.ru_nvcsw + usage.ru_nivcsw - usage0.ru_nvcsw - usage0.ru_nivcsw
+    print(json.dumps({"calls_per_s": n / wall, "cpu_us": cpu / n * 1e6, "switches": switches / n,
+                      "file": mcp_sync.__file__}))
+    sys.exit(0)
 if mode == "stdio":
     session = mcp_sync.connect(server="ab", command=sys.executable, args=[target])
 else:
@@ -54,6 +86,10 @@ with session:
 print(json.dumps({"p50_us": statistics.median(times) * 1e6, "cpu_us": cpu / calls * 1e6,
                   "file": mcp_sync.__file__}))
 """
+
+
+KEYS = {"stdio": ("p50_us", "cpu_us"), "http": ("p50_us", "cpu_us"),
+        "threads": ("calls_per_s", "cpu_us", "switches")}  # fmt: skip
 
 
 def export(ref: str, into: Path) -> Path:
@@ -103,33 +139,38 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--no-http", action="store_true")
+    parser.add_argument("--threads", type=int, default=0, help="also T threads at once over stdio")
     options = parser.parse_args()
     modes = ["stdio"] if options.no_http else ["stdio", "http"]
+    if options.threads > 1:
+        modes.append(f"threads{options.threads}")
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"this": ROOT, options.ref: export(options.ref, Path(tmp))}
         server = sdk_http_server() if "http" in modes else None
         try:
-            targets = {"stdio": str(ECHO_SERVER), "http": server[1] if server else ""}
+            targets = {"stdio": str(ECHO_SERVER), "http": server[1] if server else "",
+                       f"threads{options.threads}": str(ECHO_SERVER)}  # fmt: skip
             figures: dict[tuple[str, str, str], list[float]] = {}
             for rnd in range(options.rounds):
                 order = list(trees) if rnd % 2 == 0 else list(reversed(trees))
                 for mode in modes:
                     for side in order:
-                        calls = options.calls if mode == "stdio" else max(300, options.calls // 5)
+                        calls = options.calls if mode != "http" else max(300, options.calls // 5)
                         got = child(trees[side], mode, calls, targets[mode])
-                        for key in ("p50_us", "cpu_us"):
+                        for key in KEYS[mode[:7]]:
                             figures.setdefault((mode, side, key), []).append(got[key])
                 print(f"round {rnd + 1}/{options.rounds} done", file=sys.stderr)
         finally:
             if server is not None:
                 server[0].kill()
                 server[0].wait()
-    print(f"{'figure':<16}{'this tree':>12}{options.ref[:12]:>14}{'ratio':>9}")
+    print(f"load average {os.getloadavg()[0]:.2f} after the run")
+    print(f"{'figure':<22}{'this tree':>12}{options.ref[:12]:>14}{'ratio':>9}")
     for mode in modes:
-        for key in ("p50_us", "cpu_us"):
+        for key in KEYS[mode[:7]]:
             this = statistics.median(figures[(mode, "this", key)])
             base = statistics.median(figures[(mode, options.ref, key)])
-            print(f"{mode + ' ' + key:<16}{this:>12.1f}{base:>14.1f}{this / base:>9.3f}")
+            print(f"{mode + ' ' + key:<22}{this:>12.1f}{base:>14.1f}{this / base:>9.3f}")
 
 
 if __name__ == "__main__":
