@@ -97,22 +97,26 @@ def _waker() -> _Waker | None:
 class _Pending:
     """One caller's wait for one reply.
 
-    Completion is a bare lock, taken at birth and released by whoever
-    completes the entry: cheaper than a ``concurrent.futures.Future`` (no
-    condition variable, no callbacks), which matters on a path that runs
-    once per call. Only the thread that removes the entry from the request
-    table (under the table lock) completes it, so it is completed at most
-    once. A caller that must block registers its thread's :class:`_Waker`
-    first and is woken through it (one wake-up per call); where there is
-    no eventfd it blocks on the lock itself.
+    Cheaper than a ``concurrent.futures.Future`` (no condition variable, no
+    callbacks), which matters on a path that runs once per call. Only the
+    thread that removes the entry from the request table (under the table
+    lock) completes it, so it is completed at most once: it sets ``_settled``
+    first, then releases ``_done`` (a bare lock taken at birth) and wakes the
+    registered waiters. A thread that must block registers its thread's
+    :class:`_Waker` and is woken through it (one wake-up per call; several
+    threads may wait on one entry); where there is no eventfd it blocks on
+    the lock instead, and gives it back at once for the next one.
     """
 
-    __slots__ = ("_done", "_waker", "error", "result", "written")
+    __slots__ = ("_done", "_settled", "_wakers", "error", "result", "written")
 
     def __init__(self) -> None:
         self._done = threading.Lock()
         self._done.acquire()
-        self._waker: _Waker | None = None
+        self._settled = False
+        # Appended and removed by waiting threads (atomic list operations);
+        # the completer wakes a copy.
+        self._wakers: list[_Waker] = []
         self.result: Any = None
         self.error: BaseException | None = None
         # Set under the table lock when the transport starts writing the
@@ -121,40 +125,39 @@ class _Pending:
 
     def set_result(self, result: Any) -> None:
         self.result = result
+        self._settled = True
         self._done.release()
-        waker = self._waker  # read after the release: see wait()
-        if waker is not None:
+        for waker in self._wakers[:]:  # read after _settled: see wait()
             waker.wake()
 
     def set_exception(self, error: BaseException) -> None:
         self.error = error
+        self._settled = True
         self._done.release()
-        waker = self._waker
-        if waker is not None:
+        for waker in self._wakers[:]:
             waker.wake()
 
     def done(self) -> bool:
-        return not self._done.locked()
+        return self._settled
 
     def wait(self, timeout: float) -> bool:
-        """Block until completed or ``timeout`` s pass (negative: forever).
-        One thread waits on an entry at a time."""
-        done = self._done
-        if not done.locked():
+        """Block until completed or ``timeout`` s pass (negative: forever)."""
+        if self._settled:
             return True
         waker = _waker()
         if waker is None:
-            if not done.acquire(True, timeout):
-                return False
-            done.release()  # stays completed for done()
-            return True
-        # Registered before the last look at the lock: a completer that
-        # released it before seeing the waker is caught by that look.
-        self._waker = waker
+            done = self._done
+            if done.acquire(True, timeout):
+                done.release()  # for the next thread that waits on it
+            return self._settled
+        # Registered before the last look at _settled: a completer that set
+        # it before copying the list is caught by that look.
+        wakers = self._wakers
+        wakers.append(waker)
         try:
             return waker.sleep(self.done, timeout)
         finally:
-            self._waker = None
+            wakers.remove(waker)
 
     def outcome(self) -> Any:
         error = self.error
@@ -180,7 +183,7 @@ class _Pending:
             else leader.exchange(item, timeout, self.done, deadline)
         )
         # A caller that read its own reply has nothing to wait for.
-        return sent and (not self._done.locked() or self.wait(max(0.0, deadline - time.monotonic())))
+        return sent and (self._settled or self.wait(max(0.0, deadline - time.monotonic())))
 
 
 class Watch(Protocol):

@@ -69,7 +69,8 @@ def test_the_main_threads_frames_still_leave_while_others_hold_stdin() -> None:
             thread.start()
         try:
             for n in range(300):
-                assert session.call_tool("echo", {"message": f"main{n}"}, timeout_ms=20_000).content[0]["text"] == f"main{n}"
+                text = session.call_tool("echo", {"message": f"main{n}"}, timeout_ms=20_000).content[0]["text"]
+                assert text == f"main{n}"
         finally:
             stop.set()
             for thread in others:
@@ -88,10 +89,27 @@ def test_a_blocked_waiter_is_woken_by_another_thread() -> None:
 
 
 @needs_eventfd
+def test_several_threads_may_wait_on_one_entry() -> None:
+    entry = _pending._Pending()
+    woken: list[bool] = []
+    threads = [threading.Thread(target=lambda: woken.append(entry.wait(20.0))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.1)  # let them block (a test's pacing, not synchronisation in the library)
+    entry.set_result("all")
+    for thread in threads:
+        thread.join(30)
+    assert woken == [True] * 4
+    assert entry.outcome() == "all"
+
+
+@needs_eventfd
 def test_a_late_wake_up_does_not_complete_the_next_wait() -> None:
     stale = _pending._Pending()
     assert not stale.wait(0.01)  # registers, gives up
-    stale._waker = _pending._waker()  # a completer that saw the waker just before it left
+    waker = _pending._waker()
+    assert waker is not None
+    stale._wakers.append(waker)  # a completer that saw the waker just before it left
     stale.set_result(None)  # ... writes this thread's eventfd after the wait ended
     fresh = _pending._Pending()
     started = time.monotonic()
