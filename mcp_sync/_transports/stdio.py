@@ -116,9 +116,13 @@ class _Stdin:
         # write can never stall a caller past its deadline. _open turns
         # false, under lock, when stdin closes. (Any: _is_owned is not typed.)
         self.lock: Any = threading.RLock()
-        # Set when the queue holds something only the writer thread can
-        # write; the writer thread waits for it.
-        self._kick = threading.Event()
+        # Released ("set") when the queue holds something only the writer
+        # thread can write; the writer thread waits for it by acquiring it.
+        # A bare lock used as a binary semaphore, not an Event: one C call on
+        # each side, so a KeyboardInterrupt in the main thread can never leave
+        # it half-taken (an Event's own lock, taken by a with-statement, can).
+        self._kick = threading.Lock()
+        self._kick.acquire()
         self._open = True
         self.direct = False
         self._fd = -1
@@ -156,7 +160,7 @@ class _Stdin:
         lock = self.lock
         while pending:
             if not self.direct or threading.get_ident() == self._main:
-                self._kick.set()
+                self._wake_writer()
                 return
             if not lock.acquire(False):
                 return  # its holder looks again once it lets go
@@ -165,8 +169,13 @@ class _Stdin:
             finally:
                 lock.release()
             if stuck:
-                self._kick.set()
+                self._wake_writer()
                 return
+
+    def _wake_writer(self) -> None:
+        # Already released: the writer has not woken for it yet.
+        with contextlib.suppress(RuntimeError):
+            self._kick.release()
 
     def _write_queued(self) -> bool:
         """Holding stdin: write the queued frames that fit in one atomic
@@ -244,8 +253,7 @@ class _Stdin:
         kick = self._kick
         try:
             while True:
-                kick.wait()
-                kick.clear()
+                kick.acquire()
                 with lock:
                     while True:
                         try:
@@ -259,7 +267,7 @@ class _Stdin:
                             continue  # abandoned before it was started
                         self._write_all(frame)
                 if self._queue.queue:
-                    kick.set()  # queued while we held stdin
+                    self._wake_writer()  # queued while we held stdin
         finally:
             with lock:
                 self._open = False
@@ -285,7 +293,7 @@ class _Stdin:
     def close(self) -> None:
         """Drop what is queued; the writer closes stdin at the sentinel."""
         self._queue.close()
-        self._kick.set()
+        self._wake_writer()
 
 
 class StdioTransport:
