@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALLS",
+    "TRACING",
     "DEBUG",
     "ROOT",
     "SERVERS",
@@ -256,3 +258,34 @@ def check_traceparent(value: object) -> str:
             "(version-traceid-parentid-flags in lowercase hex, ids not all zero)"
         )
     return value
+
+
+# ------------------------------------------------------------------ tracing
+
+
+class _Tracing:
+    """The seam :mod:`mcp_sync.otel` plugs into, without importing
+    OpenTelemetry: both fields stay None until ``otel.instrument()``.
+
+    ``hook(core, method, params, timeout, describe, cancellable, watch,
+    headers)`` runs every request the sessions send (a span around it);
+    ``log_context(server)`` gives the trace ids a server log record carries.
+    """
+
+    __slots__ = ("_local", "hook", "log_context")
+
+    def __init__(self) -> None:
+        self.hook: Callable[..., Any] | None = None
+        self.log_context: Callable[[str], dict[str, str] | None] | None = None
+        # Set on a thread while the hook runs the request it wraps, so the
+        # request path does not wrap it twice.
+        self._local = threading.local()
+
+    def inside(self) -> bool:
+        return getattr(self._local, "inside", False)
+
+    def set_inside(self, value: bool) -> None:
+        self._local.inside = value
+
+
+TRACING = _Tracing()

@@ -273,6 +273,9 @@ class _Core:
     ) -> Any:
         """Send a request and block for its result, at most ``timeout`` s (or,
         with a ``watch``, until its deadline, which progress may move)."""
+        tracing = _log.TRACING
+        if tracing.hook is not None and not tracing.inside():  # mcp_sync.otel.instrument()
+            return tracing.hook(self, method, params, timeout, describe, cancellable, watch, headers)
         deadline = time.monotonic() + timeout
         request_id = next(self._ids)
         frame = encode(

@@ -48,6 +48,7 @@ __all__ = [
     "ToolCallFailed",
     "UnknownToolCall",
     "export",
+    "langchain_tools",
     "provider_names",
 ]
 
@@ -640,3 +641,27 @@ def export(source: object, provider: str) -> ModelTools:
         raise InvalidInput(f"unknown provider {provider!a}; one of {', '.join(PROVIDERS)}")
     flows = catalog(list(_flows_of(source))).flows
     return ModelTools(flows, provider)
+
+
+def langchain_tools(source: object, *, timeout_ms: int | None = None) -> list[Any]:
+    """LangChain ``StructuredTool``s for the tools of ``source`` (what
+    :func:`export` takes), whose ``invoke`` blocks with the library's deadlines.
+
+    Names are the provider-safe ones :func:`export` gives
+    (``mcp__<server>__<tool>``) and each tool's ``args_schema`` is the tool's
+    ``inputSchema``. ``invoke`` calls the tool on the calling thread, for at
+    most ``timeout_ms`` (default: the session's ``request_timeout_ms``);
+    ``ainvoke`` runs the same blocking call in a worker thread. The tool
+    message carries the result's content (text, or text and image blocks)
+    and, as its artifact, the :class:`~mcp_sync.flows.FlowResult`. A result
+    with ``is_error``, and a call that failed (its deadline passed, the
+    session ended), go back to the model as a tool error (a ``ToolMessage``
+    with ``status="error"``): nothing is raised into the agent loop.
+
+    Needs ``langchain-core``: ``pip install 'mcp-sync-client[langchain]'``
+    (:class:`mcp_sync.MissingExtra` otherwise).
+    """
+    from ._langchain import make_tools
+
+    flows = catalog(list(_flows_of(source))).flows
+    return make_tools(flows, provider_names([flow.name for flow in flows]), timeout_ms)

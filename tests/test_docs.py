@@ -72,6 +72,9 @@ EXTRA_MODULES = {
     "http": ("httpx",),
     "validation": ("jsonschema",),
     "auth": ("httpx", "joserfc", "cryptography"),
+    "langchain": ("langchain_core",),
+    # (otel is not blocked: the official SDK, which some pages use, imports
+    # opentelemetry itself.)
 }
 # Code in a page's blocks (run or not) that only works with an extra.
 EXTRA_USES = {
@@ -80,6 +83,9 @@ EXTRA_USES = {
     "validate_output=True": ("validation",),
     "mcp_sync.auth": ("auth",),
     "from mcp_sync import auth": ("auth",),
+    "langchain_tools(": ("langchain",),
+    "from mcp_sync import otel": ("otel",),
+    "mcp_sync.otel": ("otel",),
 }
 
 
@@ -97,7 +103,7 @@ def shares_namespace(text: str) -> bool:
 
 
 def blocked_modules(extras: set[str]) -> tuple[str, ...]:
-    allowed = {module for extra in extras for module in EXTRA_MODULES[extra]}
+    allowed = {module for extra in extras for module in EXTRA_MODULES.get(extra, ())}
     return tuple(sorted({m for modules in EXTRA_MODULES.values() for m in modules} - allowed))
 
 
@@ -338,7 +344,10 @@ def _project_extras() -> dict[str, list[str]]:
 def test_extra_modules_match_pyproject() -> None:
     extras = _project_extras()
     for extra, modules in EXTRA_MODULES.items():
-        names = {r.split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip() for r in extras[extra]}
+        names = {
+            r.split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip().replace("-", "_")
+            for r in extras[extra]
+        }
         assert set(modules) == names, (extra, names)
 
 
@@ -375,7 +384,7 @@ def test_page_heads_declare_extras_and_shared_set_up() -> None:
     assert declared_extras(text) == {"http", "auth"}
     assert shares_namespace(text)
     assert not shares_namespace(f"# T\n\n## Later\n\n{SHARED_NOTE}\n")
-    assert blocked_modules({"http"}) == ("cryptography", "joserfc", "jsonschema")
+    assert blocked_modules({"http"}) == ("cryptography", "joserfc", "jsonschema", "langchain_core")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
