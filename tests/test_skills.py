@@ -157,7 +157,7 @@ def test_a_server_that_offers_only_skills_connects_with_an_empty_catalog(tmp_pat
 def test_without_the_extension_nothing_is_sent(tmp_path: Path) -> None:
     log = tmp_path / "log"
     with connect_fake(*serving(SKILL_MD, log=log, capabilities={"tools": {}, "resources": {}})) as session:
-        with pytest.raises(mcp_sync.NotSupported, match="io.modelcontextprotocol/skills"):
+        with pytest.raises(mcp_sync.NotSupported, match=r"io\.modelcontextprotocol/skills"):
             session.list_skills()
         with pytest.raises(mcp_sync.NotSupported):
             session.get_skill(SKILL_URI)
