@@ -4,7 +4,7 @@
 low-level ``mcp.server.Server``) and returns the same :class:`~mcp_sync.Session`
 as :func:`mcp_sync.connect`, without a subprocess or a socket. The server is
 asynchronous: its event loop runs on one library thread
-(``mcp-sync-in-process-<server>``), which the session owns. The
+(``mcp_sync-in-process-<server>``), which the session owns. The
 :class:`InProcessTransport` moves frames between the session core and the
 SDK's in-memory streams (the ones its own ``InMemoryTransport`` uses):
 
@@ -98,7 +98,7 @@ class InProcessTransport:
         # Set when the loop thread itself began the teardown (the server
         # stopped on its own): it then reports transport_closed as it ends.
         self._ended_by_loop = False
-        self._thread = threading.Thread(target=self._run, name=f"mcp-sync-in-process-{name}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"mcp_sync-in-process-{name}", daemon=True)
         self._thread.start()
         if not self._ready.wait(START_TIMEOUT) or self._loop is None:
             self.shutdown(True)
