@@ -72,6 +72,8 @@ EXTRA_MODULES = {
     "http": ("httpx",),
     "validation": ("jsonschema",),
     "auth": ("httpx", "joserfc", "cryptography"),
+    "skills": ("yaml",),
+    "testing": ("mcp",),
 }
 # Code in a page's blocks (run or not) that only works with an extra.
 EXTRA_USES = {
@@ -80,6 +82,8 @@ EXTRA_USES = {
     "validate_output=True": ("validation",),
     "mcp_sync.auth": ("auth",),
     "from mcp_sync import auth": ("auth",),
+    "load_skill(": ("skills",),
+    "connect_in_process(": ("testing",),
 }
 
 
@@ -335,10 +339,15 @@ def _project_extras() -> dict[str, list[str]]:
     return extras
 
 
+# Distributions whose import name is another.
+_IMPORT_NAMES = {"PyYAML": "yaml"}
+
+
 def test_extra_modules_match_pyproject() -> None:
     extras = _project_extras()
     for extra, modules in EXTRA_MODULES.items():
         names = {r.split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip() for r in extras[extra]}
+        names = {_IMPORT_NAMES.get(name, name) for name in names}
         assert set(modules) == names, (extra, names)
 
 
@@ -375,7 +384,7 @@ def test_page_heads_declare_extras_and_shared_set_up() -> None:
     assert declared_extras(text) == {"http", "auth"}
     assert shares_namespace(text)
     assert not shares_namespace(f"# T\n\n## Later\n\n{SHARED_NOTE}\n")
-    assert blocked_modules({"http"}) == ("cryptography", "joserfc", "jsonschema")
+    assert blocked_modules({"http"}) == ("cryptography", "joserfc", "jsonschema", "mcp", "yaml")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
@@ -501,7 +510,7 @@ def test_every_docs_page_is_linked_from_the_hubs(hub: str) -> None:
     "module",
     [
         "mcp_sync", "mcp_sync.testing", "mcp_sync.flows", "mcp_sync.config", "mcp_sync.model_tools",
-        "mcp_sync.auth",
+        "mcp_sync.auth", "mcp_sync.skills",
     ],
 )
 def test_api_page_names_every_public_name(module: str) -> None:
