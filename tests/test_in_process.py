@@ -149,3 +149,25 @@ def test_the_guide_s_django_test_case_passes_under_django() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Ran 2 tests" in run.stderr and "OK" in run.stderr
+
+
+def test_the_server_s_requests_reach_the_handlers() -> None:
+    from pydantic import BaseModel
+
+    class Name(BaseModel):
+        name: str
+
+    server = mcpserver.MCPServer("ask", log_level="WARNING")
+
+    @server.tool()
+    async def greet(ctx: mcpserver.Context) -> str:  # type: ignore[type-arg]
+        """Ask the client for a name."""
+        answer = await ctx.elicit("Your name?", Name)
+        return f"hello {answer.data.name}" if answer.action == "accept" else "declined"
+
+    handlers = mcp_sync.Handlers(elicitation=lambda request: mcp_sync.ElicitationResult.accept({"name": "Ann"}))
+    # The handshake era: the SDK sends elicitation/create on the stream while the call waits.
+    with connect_in_process(server, handlers=handlers, protocol="legacy") as session:
+        assert session.call_tool("greet", timeout_ms=10_000).content[0]["text"] == "hello Ann"
+    with pytest.raises(mcp_sync.InvalidOption, match="handlers"):
+        connect_in_process(server, handlers=object())  # type: ignore[arg-type]

@@ -30,11 +30,11 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConnectionClosed, InvalidOption, McpError, ProtocolError, missing_extra
+from .._handlers import Handlers
 from .._limits import Limits, seconds
 from .._transports._base import REPLY, REQUEST, Outbound, ShutdownOnce
 
 if TYPE_CHECKING:
-    from .._handlers import Handlers
     from .._redact import Diagnostics
     from .._session_api import Session
     from .._transports._base import Sink
@@ -191,6 +191,10 @@ class InProcessTransport:
         loop = self._loop
         if loop is None or self._once.begun:
             return False
+        if threading.current_thread() is self._thread:
+            # Called while the loop delivers a frame: waiting here would stall
+            # the loop itself, so the frame goes only if there is room now.
+            return self._put_now(item)
         import asyncio
 
         coroutine = self._out.send(item)
@@ -205,6 +209,13 @@ class InProcessTransport:
             future.cancel()  # the frame was not queued: no room came in time
             return False
         except Exception:  # the stream closed: the session is ending
+            return False
+        return True
+
+    def _put_now(self, item: Outbound) -> bool:
+        try:
+            self._out.send_nowait(item)
+        except Exception:  # full or closed
             return False
         return True
 
@@ -273,6 +284,8 @@ def connect_in_process(  # noqa: PLR0913 (connect's own options)
     from .._session import _Core
 
     _sdk()  # MissingExtra before anything starts
+    if handlers is not None and not isinstance(handlers, Handlers):
+        raise InvalidOption("option handlers must be a mcp_sync.Handlers")
     base = limits if limits is not None else Limits()
     if not isinstance(base, Limits):
         raise InvalidOption("option limits must be a Limits")
