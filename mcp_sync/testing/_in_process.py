@@ -24,7 +24,6 @@ loop, and it belongs to the server under test.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import threading
 from typing import TYPE_CHECKING, Any
@@ -205,7 +204,7 @@ class InProcessTransport:
             return False
         try:
             future.result(timeout)
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:  # (concurrent.futures.TimeoutError since 3.11)
             future.cancel()  # the frame was not queued: no room came in time
             return False
         except Exception:  # the stream closed: the session is ending
