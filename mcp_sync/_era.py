@@ -38,6 +38,7 @@ __all__ = [
     "INPUT_REQUIRED",
     "MAX_INPUT_REQUESTS",
     "MAX_INPUT_ROUNDS",
+    "SKILLS_EXTENSION",
     "TASK",
     "TASKS_EXTENSION",
     "Era",
@@ -65,12 +66,19 @@ MAX_INPUT_REQUESTS = 16
 """Input requests one ``input_required`` result may carry."""
 
 
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+"""The skills extension (SEP-2640): a server offering it is useful without tools."""
+
+
 def check_capabilities(capabilities: object, where: str, method: str) -> None:
-    """A server's capabilities must be an object offering tools."""
+    """A server's capabilities must be an object offering tools (or skills:
+    a server that only publishes skills is connected with an empty catalog)."""
     if not isinstance(capabilities, dict):
         raise ProtocolError(f"{where} answered {method} without a capabilities object")
     if not isinstance(capabilities.get("tools"), dict):
-        raise ProtocolError(f"{where} does not offer the tools capability")
+        extensions = capabilities.get("extensions")
+        if not isinstance(extensions, dict) or not isinstance(extensions.get(SKILLS_EXTENSION), dict):
+            raise ProtocolError(f"{where} does not offer the tools capability")
 
 
 def server_info(value: object) -> ServerInfo:

@@ -455,6 +455,10 @@ class _Core:
         """Walk ``tools/list`` (in either era) into the frozen snapshot.
         ``keep`` may leave a validated entry out of it."""
         limits = self.limits
+        if not isinstance(self.server_capabilities.get("tools"), Mapping):
+            # A server offering only skills (see _era.check_capabilities): no tools/list.
+            self.catalog = Snapshot(())
+            return ()
         walk = CatalogWalk(limits)
         self.walk(walk, seconds(limits.handshake_timeout_ms), f"handshake_timeout_ms={limits.handshake_timeout_ms}")
         tools = walk.tools()

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         ResourceTemplate,
     )
     from ._roots import RootsProvider
+    from .skills import Skill, SkillFile
 
 __all__ = ["Session"]
 
@@ -224,6 +225,47 @@ class Session:
         template: ``argument`` is ``{"name": ..., "value": ...}``, ``context``
         the arguments already resolved."""
         return _resources.complete(self._core, ref, argument, context, timeout_ms)
+
+    # ------------------------------------------------------------ skills (io.modelcontextprotocol/skills)
+    # mcp_sync.skills is imported by the first call, never by `import mcp_sync`.
+
+    def list_skills(self, *, timeout_ms: int | None = None) -> tuple[Skill, ...]:
+        """Every skill the server lists (``skills/list``, all pages, within
+        ``timeout_ms``): each entry's frontmatter and file manifest. No file
+        is read. :class:`NotSupported` unless the server declared the skills
+        extension."""
+        from . import skills
+
+        return skills.list_skills(self._core, timeout_ms)
+
+    def get_skill(self, uri: str, *, timeout_ms: int | None = None) -> Skill:
+        """The entry of one skill, by the URI of its ``SKILL.md``
+        (``skills/get``), listed or not. No file is read."""
+        from . import skills
+
+        return skills.get_skill(self._core, uri, timeout_ms)
+
+    def load_skill(
+        self, skill: Skill | str, *, timeout_ms: int | None = None, allow_dynamic: bool = False
+    ) -> SkillFile:
+        """Read a skill's ``SKILL.md`` and check it against the entry (size,
+        digest, frontmatter field by field); a URI is looked up with
+        :meth:`get_skill` first. A mismatch raises a
+        ``skills.SkillVerificationError`` subclass and nothing is returned.
+        ``allow_dynamic=True`` reads a skill that publishes no digests."""
+        from . import skills
+
+        return skills.load_skill(self._core, skill, timeout_ms, allow_dynamic)
+
+    def read_skill_file(
+        self, skill: Skill, path: str, *, timeout_ms: int | None = None, allow_dynamic: bool = False
+    ) -> SkillFile:
+        """Read one file of ``skill`` (a path relative to its root, or a
+        URI) and check its size and digest against the entry; a file the
+        entry does not list is refused before anything is sent."""
+        from . import skills
+
+        return skills.read_skill_file(self._core, skill, path, timeout_ms, allow_dynamic)
 
     # ------------------------------------------------------------ logging, roots, health
 

@@ -75,6 +75,8 @@ EXTRA_MODULES = {
     "langchain": ("langchain_core",),
     # (otel is not blocked: the official SDK, which some pages use, imports
     # opentelemetry itself.)
+    "skills": ("yaml",),
+    "testing": ("mcp",),
 }
 # Code in a page's blocks (run or not) that only works with an extra.
 EXTRA_USES = {
@@ -86,6 +88,8 @@ EXTRA_USES = {
     "langchain_tools(": ("langchain",),
     "from mcp_sync import otel": ("otel",),
     "mcp_sync.otel": ("otel",),
+    "load_skill(": ("skills",),
+    "connect_in_process(": ("testing",),
 }
 
 
@@ -341,6 +345,10 @@ def _project_extras() -> dict[str, list[str]]:
     return extras
 
 
+# Distributions whose import name is another.
+_IMPORT_NAMES = {"PyYAML": "yaml"}
+
+
 def test_extra_modules_match_pyproject() -> None:
     extras = _project_extras()
     for extra, modules in EXTRA_MODULES.items():
@@ -348,6 +356,7 @@ def test_extra_modules_match_pyproject() -> None:
             r.split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip().replace("-", "_")
             for r in extras[extra]
         }
+        names = {_IMPORT_NAMES.get(name, name) for name in names}
         assert set(modules) == names, (extra, names)
 
 
@@ -384,7 +393,7 @@ def test_page_heads_declare_extras_and_shared_set_up() -> None:
     assert declared_extras(text) == {"http", "auth"}
     assert shares_namespace(text)
     assert not shares_namespace(f"# T\n\n## Later\n\n{SHARED_NOTE}\n")
-    assert blocked_modules({"http"}) == ("cryptography", "joserfc", "jsonschema", "langchain_core")
+    assert blocked_modules({"http"}) == ("cryptography", "joserfc", "jsonschema", "langchain_core", "mcp", "yaml")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
@@ -510,7 +519,7 @@ def test_every_docs_page_is_linked_from_the_hubs(hub: str) -> None:
     "module",
     [
         "mcp_sync", "mcp_sync.testing", "mcp_sync.flows", "mcp_sync.config", "mcp_sync.model_tools",
-        "mcp_sync.auth",
+        "mcp_sync.auth", "mcp_sync.skills",
     ],
 )
 def test_api_page_names_every_public_name(module: str) -> None:
