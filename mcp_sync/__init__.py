@@ -26,6 +26,7 @@ from ._errors import (
     SpawnFailed,
     Timeout,
     ToolNotFound,
+    UrlElicitationRequired,
 )
 from ._handlers import (
     ElicitationRequest,
@@ -136,6 +137,7 @@ __all__ = [
     "Timeout",
     "Tool",
     "ToolNotFound",
+    "UrlElicitationRequired",
     "__version__",
     "connect",
     "connect_http",

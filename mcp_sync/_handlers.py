@@ -242,7 +242,7 @@ def parse_elicitation(server: str, params: Mapping[str, Any], cancelled: threadi
         raise _Refused(INVALID_PARAMS, "an elicitation needs a message")
     if mode == "url":
         url = params.get("url")
-        if not isinstance(url, str) or not _valid_url(url):
+        if not isinstance(url, str) or not valid_url(url):
             raise _Refused(INVALID_PARAMS, "a URL elicitation needs an absolute http(s) url")
         elicitation_id = params.get("elicitationId")
         if elicitation_id is not None and not isinstance(elicitation_id, str):
@@ -263,7 +263,9 @@ def parse_elicitation(server: str, params: Mapping[str, Any], cancelled: threadi
     )
 
 
-def _valid_url(url: str) -> bool:
+def valid_url(url: str) -> bool:
+    """An absolute http(s) URL of at most ``MAX_URL_CHARS`` characters, without
+    control characters or spaces: one a user may be shown and sent to."""
     if len(url) > MAX_URL_CHARS or has_control_chars(url) or any(ch.isspace() for ch in url):
         return False
     try:
