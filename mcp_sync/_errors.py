@@ -25,6 +25,7 @@ __all__ = [
     "NotSupported",
     "ProtocolError",
     "RemoteError",
+    "ResultMismatch",
     "ServerUnavailable",
     "SpawnFailed",
     "Timeout",
@@ -286,6 +287,37 @@ def url_elicitations(data: object) -> tuple[tuple[str, str | None], ...]:
         usable_id = elicitation_id if isinstance(elicitation_id, str) and len(elicitation_id) <= 256 else None
         out.append((url, usable_id))
     return tuple(out)
+
+
+class ResultMismatch(InvalidResponse):
+    """A tool's result does not fit the ``result_type`` the caller gave
+    ``call_tool``. Its kind stays ``invalid_response`` (it is an
+    :class:`InvalidResponse`).
+
+    ``reason`` is ``"is_error"`` (the tool reported a failure instead of a
+    result), ``"missing"`` (the result has no ``structuredContent``) or
+    ``"invalid"`` (it does not validate); ``field`` is the path of the first
+    field that does not fit (``"days[1].high"``; ``None`` for the whole value);
+    ``result`` is the :class:`CallToolResult` as received, to read its
+    content (``None`` on a copy raised again elsewhere).
+    """
+
+    kind = "invalid_response"
+
+    def __init__(
+        self,
+        message: str,
+        reason: str = "invalid",
+        field: str | None = None,
+        result: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.field = field
+        self.result = result
+
+    def _copy(self) -> ResultMismatch:
+        return ResultMismatch(self.message, self.reason, self.field, self.result)
 
 
 class InputRequired(McpError):
