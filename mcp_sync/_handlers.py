@@ -170,8 +170,14 @@ class Handlers:
     - ``roots``: a list of roots (``Root``, ``file://`` URIs, absolute paths)
       or a callable returning one; change it later with
       ``session.set_roots(...)``;
+    - ``tasks``: also let the server send sampling and elicitation requests
+      as tasks (MCP 2025-11-25): the client declares the ``tasks`` capability
+      for the handlers given, answers such a request at once with a task id,
+      runs the handler and serves its result through ``tasks/get`` and
+      ``tasks/result`` (default ``True``; ``False`` declares nothing);
     - ``timeout_ms``: how long a handler may take before the server gets an
-      error instead (default: the session's ``request_timeout_ms``);
+      error instead (default: the session's ``request_timeout_ms``; a task's
+      handler is bounded by the task's TTL instead);
     - ``max_concurrency``: handler threads per session (default 4).
 
     Handlers run on the library's threads, never on the one reading the
@@ -185,6 +191,7 @@ class Handlers:
     roots: RootsProvider | None = None
     timeout_ms: int | None = None
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    tasks: bool = True
 
     def __post_init__(self) -> None:
         for name in ("elicitation", "url_elicitation", "sampling"):
@@ -193,6 +200,8 @@ class Handlers:
                 raise InvalidOption(f"handler {name} must be callable")
         if type(self.sampling_tools) is not bool:
             raise InvalidOption("option sampling_tools must be a bool")
+        if type(self.tasks) is not bool:
+            raise InvalidOption("option tasks must be a bool")
         if self.roots is not None and not callable(self.roots):
             object.__setattr__(self, "roots", normalize_roots(self.roots))
         if self.timeout_ms is not None:
