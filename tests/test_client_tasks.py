@@ -75,7 +75,9 @@ def _check_everything(session: mcp_sync.Session, seen: list[Any]) -> None:
     names = {tool.name for tool in session.tools}
     # Registered only for a client that declares tasks.requests.{sampling,elicitation}.
     assert {"trigger-sampling-request-async", "trigger-elicitation-request-async"} <= names
-    sampled = session.call_tool("trigger-sampling-request-async", {"prompt": "owls", "maxTokens": 20}, timeout_ms=60_000)
+    sampled = session.call_tool(
+        "trigger-sampling-request-async", {"prompt": "owls", "maxTokens": 20}, timeout_ms=60_000
+    )
     text = sampled.content[0]["text"]
     assert not sampled.is_error and text.startswith("[COMPLETED] Async sampling completed!"), text
     assert "Poll 1: working" in text and "a stand-in answer" in text

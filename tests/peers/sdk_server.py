@@ -30,7 +30,6 @@ from typing import TypedDict
 
 import anyio
 import uvicorn
-from pydantic import BaseModel
 
 # In mcp 2.x the high-level server is ``MCPServer`` (``FastMCP`` was renamed and
 # ``mcp.server.fastmcp`` no longer imports).
@@ -38,6 +37,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import UrlElicitationRequiredError
 from mcp_types import ElicitRequestURLParams
+from pydantic import BaseModel
 
 # WARNING keeps the SDK from logging every request on stderr; the tests do not need it.
 server: MCPServer = MCPServer(name="sdk-peer", version="1.0.0", log_level="WARNING")
