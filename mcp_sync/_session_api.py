@@ -190,13 +190,14 @@ class Session:
         content. ``tool(name).output_model()`` builds such a model.
         """
         if result_type is not None:
-            from ._typed import validate_result
+            from ._typed import adapter_for, validate_result
 
+            adapter = adapter_for(result_type)
             plain = self.call_tool(
                 name, arguments, timeout_ms=timeout_ms, traceparent=traceparent, on_progress=on_progress,
                 progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms, task=task,
             )  # fmt: skip
-            return validate_result(plain, result_type, name)
+            return validate_result(plain, result_type, name, adapter)
         options: dict[str, Any] = {}
         watched = on_progress is not None or progress_extends_deadline
         if watched or max_timeout_ms is not None or task is not None:

@@ -27,12 +27,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._catalog import thaw
-from ._errors import NotSupported, ResultMismatch
+from ._errors import InvalidOption, NotSupported, ResultMismatch
 
 if TYPE_CHECKING:
     from ._catalog import CallToolResult, Tool
 
-__all__ = ["output_model", "validate_result"]
+__all__ = ["adapter_for", "output_model", "validate_result"]
 
 T = TypeVar("T")
 
@@ -46,13 +46,30 @@ MAX_MODEL_FIELDS = 1000
 
 
 @functools.lru_cache(maxsize=128)
-def _adapter(result_type: Any) -> Any:
+def _cached_adapter(result_type: Any) -> Any:
     from pydantic import TypeAdapter
 
     return TypeAdapter(result_type)
 
 
-def validate_result(result: CallToolResult, result_type: type[T], tool: str) -> T:
+def adapter_for(result_type: Any) -> Any:
+    """pydantic's ``TypeAdapter`` for ``result_type`` (cached), built before
+    the call is sent: a type pydantic cannot use is the caller's mistake."""
+    from pydantic import PydanticUserError, TypeAdapter
+
+    name = getattr(result_type, "__name__", None) or repr(result_type)[:64]
+    try:
+        try:
+            return _cached_adapter(result_type)
+        except TypeError:  # an unhashable type: no cache
+            return TypeAdapter(result_type)
+    except (PydanticUserError, TypeError) as exc:
+        raise InvalidOption(
+            f"result_type {name} cannot be validated with pydantic ({type(exc).__name__}); nothing was sent"
+        ) from exc
+
+
+def validate_result(result: CallToolResult, result_type: type[T], tool: str, adapter: Any = None) -> T:
     """``result``'s ``structuredContent`` validated as ``result_type``."""
     name = getattr(result_type, "__name__", None) or "result_type"
     if result.is_error:
@@ -65,12 +82,8 @@ def validate_result(result: CallToolResult, result_type: type[T], tool: str) -> 
         )
     from pydantic import ValidationError
 
-    try:
-        adapter = _adapter(result_type)  # type: ignore[arg-type]
-    except TypeError:  # an unhashable type: no cache
-        from pydantic import TypeAdapter
-
-        adapter = TypeAdapter(result_type)
+    if adapter is None:
+        adapter = adapter_for(result_type)
     try:
         return adapter.validate_python(thaw(result.structured_content))  # type: ignore[no-any-return]
     except ValidationError as exc:
