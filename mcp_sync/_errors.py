@@ -271,7 +271,7 @@ def url_elicitations(data: object) -> tuple[tuple[str, str | None], ...]:
     (``{"elicitations": [{"mode": "url", "url": ..., "elicitationId": ...}]}``)."""
     from collections.abc import Mapping
 
-    from ._handlers import valid_url
+    from ._text import valid_url
 
     listed = data.get("elicitations") if isinstance(data, Mapping) else None
     if not isinstance(listed, list):

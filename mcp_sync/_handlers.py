@@ -21,12 +21,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
 
 from ._catalog import freeze, thaw
 from ._errors import InvalidOption, ProtocolError
 from ._limits import check_limit, seconds
-from ._roots import Root, RootsProvider, has_control_chars, normalize_roots
+from ._roots import Root, RootsProvider, normalize_roots
+from ._text import valid_url
 
 if TYPE_CHECKING:
     from ._core_api import Core
@@ -46,7 +46,6 @@ __all__ = [
 DEFAULT_MAX_CONCURRENCY = 4
 MAX_FORM_FIELDS = 100
 """An elicitation form with more fields than this is refused (-32602)."""
-MAX_URL_CHARS = 8192
 
 # JSON-RPC codes of our error replies.
 METHOD_NOT_FOUND = -32601
@@ -270,18 +269,6 @@ def parse_elicitation(server: str, params: Mapping[str, Any], cancelled: threadi
         defaults=freeze(defaults),
         cancelled=cancelled,
     )
-
-
-def valid_url(url: str) -> bool:
-    """An absolute http(s) URL of at most ``MAX_URL_CHARS`` characters, without
-    control characters or spaces: one a user may be shown and sent to."""
-    if len(url) > MAX_URL_CHARS or has_control_chars(url) or any(ch.isspace() for ch in url):
-        return False
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return False
-    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
 
 
 def form_defaults(schema: object) -> dict[str, Any]:

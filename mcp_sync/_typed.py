@@ -24,17 +24,43 @@ import functools
 import keyword
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
-from ._catalog import thaw
 from ._errors import InvalidOption, NotSupported, ResultMismatch
-
-if TYPE_CHECKING:
-    from ._catalog import CallToolResult, Tool
 
 __all__ = ["adapter_for", "output_model", "validate_result"]
 
 T = TypeVar("T")
+
+
+class _Result(Protocol):
+    """A ``CallToolResult``, as far as validation sees it (this module
+    imports nothing of the catalog's, so pydantic stays one lazy step away)."""
+
+    @property
+    def is_error(self) -> bool: ...
+
+    @property
+    def structured_content(self) -> Any: ...
+
+
+class _Tool(Protocol):
+    """A ``Tool``, as far as ``output_model`` sees it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def output_schema(self) -> Mapping[str, Any] | None: ...
+
+
+def thaw(value: Any) -> Any:
+    """Frozen JSON (read-only mappings, tuples) as plain dicts and lists."""
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(item) for item in value]
+    return value
 
 MAX_SCHEMA_DEPTH = 32
 """Nesting (objects, arrays, refs) past which ``output_model`` gives up."""
@@ -69,7 +95,7 @@ def adapter_for(result_type: Any) -> Any:
         ) from exc
 
 
-def validate_result(result: CallToolResult, result_type: type[T], tool: str, adapter: Any = None) -> T:
+def validate_result(result: _Result, result_type: type[T], tool: str, adapter: Any = None) -> T:
     """``result``'s ``structuredContent`` validated as ``result_type``."""
     name = getattr(result_type, "__name__", None) or "result_type"
     if result.is_error:
@@ -291,7 +317,7 @@ def _field_name(key: str, taken: Mapping[str, Any]) -> str:
     return candidate
 
 
-def output_model(tool: Tool) -> Any:
+def output_model(tool: _Tool) -> Any:
     """``Tool.output_model``: a pydantic model class for the tool's ``outputSchema``."""
     schema = tool.output_schema
     if schema is None:
