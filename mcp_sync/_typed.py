@@ -117,7 +117,7 @@ def validate_result(result: _Result, result_type: type[T], tool: str, adapter: A
         first = errors[0] if errors else {"loc": (), "type": "invalid"}
         field = _path(first.get("loc", ()))
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        where = f"field {field!a}" if field else "the value"
+        where = f"field {field[:120]!a}" if field else "the value"  # a dict key may be the server's: bounded, escaped
         raise ResultMismatch(
             f"the structuredContent of tool {tool!a} does not fit {name}: {where} ({first.get('type')}){more}",
             "invalid",
