@@ -22,10 +22,12 @@ from ._errors import (
     NotSupported,
     ProtocolError,
     RemoteError,
+    ResultMismatch,
     ServerUnavailable,
     SpawnFailed,
     Timeout,
     ToolNotFound,
+    UrlElicitationRequired,
 )
 from ._handlers import (
     ElicitationRequest,
@@ -124,6 +126,7 @@ __all__ = [
     "ResourceContents",
     "ResourceTemplate",
     "RespawnPolicy",
+    "ResultMismatch",
     "Root",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "SamplingRequest",
@@ -136,6 +139,7 @@ __all__ = [
     "Timeout",
     "Tool",
     "ToolNotFound",
+    "UrlElicitationRequired",
     "__version__",
     "connect",
     "connect_http",

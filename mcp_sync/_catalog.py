@@ -9,10 +9,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidResponse
 from ._limits import Limits
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = [
     "CallToolResult",
@@ -126,6 +129,17 @@ class Tool:
         the server said nothing or something unknown)."""
         value = self.execution.get("taskSupport") if self.execution is not None else None
         return value if value in ("required", "optional") else "forbidden"
+
+    def output_model(self) -> type[BaseModel]:
+        """A pydantic model class built from :attr:`output_schema`, for
+        ``call_tool(..., result_type=...)``: plain objects, arrays, primitives,
+        string enums, ``T | null`` and local ``$defs`` refs. Raises
+        :class:`NotSupported` naming the keyword and place it cannot build
+        (``oneOf``, a recursive ``$ref``...), or when there is no schema.
+        Builds a new class each call: keep the one you use."""
+        from ._typed import output_model
+
+        return output_model(self)  # type: ignore[no-any-return]
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as plain, mutable MCP JSON (camelCase keys)."""

@@ -44,6 +44,9 @@ class RootsHooks(Protocol):
     def set_roots(self, roots: RootsProvider) -> None:
         """Replace the roots; refused when the session was opened without any."""
 
+    def task_capability(self) -> dict[str, Any] | None:
+        """The client's ``tasks`` capability (server requests run as tasks), or ``None``."""
+
 
 class InboundHooks(Protocol):
     """What the server sends unasked, as far as a feature sees it."""

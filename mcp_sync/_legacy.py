@@ -26,7 +26,20 @@ if TYPE_CHECKING:
     from ._era import Route
     from ._pending import Watch
 
-__all__ = ["LegacyEra", "initialize_params"]
+__all__ = ["TASKS_SINCE", "LegacyEra", "handshake_capabilities", "initialize_params"]
+
+TASKS_SINCE = "2025-11-25"
+"""The first revision with tasks, and so with the client's ``tasks`` capability."""
+
+
+def handshake_capabilities(core: EraCore, version: str) -> Mapping[str, Any]:
+    """The client capabilities ``initialize`` declares at ``version``: the
+    handlers', plus ``tasks`` from 2025-11-25 on when the handlers run server
+    requests as tasks (the modern era has no server requests to run)."""
+    tasks = core.inbound.requests.task_capability() if version >= TASKS_SINCE else None
+    if tasks is None:
+        return core.client_capabilities
+    return {**core.client_capabilities, "tasks": tasks}
 
 
 def initialize_params(
@@ -67,7 +80,7 @@ class LegacyEra:
         budget = f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
         return core.request(
             "initialize",
-            initialize_params(self._version, core.client_capabilities, self._client_info),
+            initialize_params(self._version, handshake_capabilities(core, self._version), self._client_info),
             timeout,
             lambda: f"initialize with server {core.server!r} ({budget})",
             cancellable=False,
@@ -106,7 +119,7 @@ class LegacyEra:
         where = f"server {core.server!r}"
         result = core.request(
             "initialize",
-            initialize_params(version, core.client_capabilities, self._client_info),
+            initialize_params(version, handshake_capabilities(core, version), self._client_info),
             max(0.0, deadline - time.monotonic()),
             lambda: f"initialize of a new session with {where}",
             cancellable=False,

@@ -32,9 +32,9 @@ from ._errors import (
     McpError,
     NotSupported,
     ProtocolError,
-    RemoteError,
     Timeout,
     ToolNotFound,
+    remote_error,
 )
 from ._jsonrpc import check_arguments, decode_line, encode, error_object
 from ._legacy import LegacyEra
@@ -437,10 +437,11 @@ class _Core:
             entry.set_result(message["result"])
         else:
             entry.set_exception(
-                RemoteError(
+                remote_error(
                     f"server {self.server!r} answered with JSON-RPC error {error['code']}",
                     error["code"],
-                    Redacted({"message": error["message"], "data": error.get("data")}),
+                    error["message"],
+                    error.get("data"),
                 )
             )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _handlers, _health, _log, _refresh, _resources, _serverlog
 from ._session import _Core, _not_in_catalog
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from .skills import Skill, SkillFile
 
 __all__ = ["Session"]
+
+_T = TypeVar("_T")
 
 
 class Session:
@@ -119,6 +121,7 @@ class Session:
             raise _not_in_catalog(name, self.server)
         return tool
 
+    @overload
     def call_tool(
         self,
         name: str,
@@ -130,7 +133,37 @@ class Session:
         progress_extends_deadline: bool = False,
         max_timeout_ms: int | None = None,
         task: bool | None = None,
-    ) -> CallToolResult:
+        result_type: None = None,
+    ) -> CallToolResult: ...
+
+    @overload
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        progress_extends_deadline: bool = False,
+        max_timeout_ms: int | None = None,
+        task: bool | None = None,
+        result_type: type[_T],
+    ) -> _T: ...
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        progress_extends_deadline: bool = False,
+        max_timeout_ms: int | None = None,
+        task: bool | None = None,
+        result_type: type[Any] | None = None,
+    ) -> Any:
         """Call one tool and block for its result.
 
         ``arguments`` must be a dict with str keys (``None`` sends ``{}``).
@@ -149,7 +182,23 @@ class Session:
         advertises the tasks extension the call declares it (``task=False``
         does not) and a task the server answers with is followed to its
         result; ``input_required`` is answered by the session's handlers.
+
+        ``result_type`` (a pydantic model, dataclass, ``TypedDict``...):
+        return the result's ``structuredContent`` validated as that type
+        instead of the :class:`CallToolResult`; :class:`ResultMismatch` (an
+        ``InvalidResponse``) names the first field that does not fit, and is
+        raised too for a result with ``is_error`` or without structured
+        content. ``tool(name).output_model()`` builds such a model.
         """
+        if result_type is not None:
+            from ._typed import adapter_for, validate_result
+
+            adapter = adapter_for(result_type)
+            plain = self.call_tool(
+                name, arguments, timeout_ms=timeout_ms, traceparent=traceparent, on_progress=on_progress,
+                progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms, task=task,
+            )  # fmt: skip
+            return validate_result(plain, result_type, name, adapter)
         options: dict[str, Any] = {}
         watched = on_progress is not None or progress_extends_deadline
         if watched or max_timeout_ms is not None or task is not None:

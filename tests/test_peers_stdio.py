@@ -45,7 +45,7 @@ def test_official_python_sdk_server(
     try:
         assert (session.era, session.protocol_version) == (era, version)
         names = [t.name for t in session.tools]
-        assert names == ["echo", "add", "fail", "structured", "sleep"]
+        assert names == ["echo", "add", "fail", "structured", "sleep", "forecast", "connect_account"]
         echo = session.call_tool("echo", {"message": "héllo"})
         assert echo.content[0]["text"] == "héllo"
         assert echo.structured_content == {"result": "héllo"}

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._errors import ConnectionClosed, McpError, ProtocolError, RemoteError
+from .._errors import ConnectionClosed, McpError, ProtocolError, RemoteError, remote_error
 from .._jsonrpc import decode_line, error_object
 from .._redact import Redacted
 
@@ -130,11 +130,12 @@ class StatusMap:
             error = _error_reply(message, request_id)
             if error is not None:
                 raise Failure(
-                    RemoteError(
+                    remote_error(
                         f"server {self._server!r} answered {what(method)} with HTTP "
                         f"{status} and JSON-RPC error {error['code']}",
                         error["code"],
-                        Redacted({"message": error["message"], "data": error.get("data")}),
+                        error["message"],
+                        error.get("data"),
                     ),
                     False,
                 )

@@ -115,8 +115,11 @@ class FakeServer:
         result = self.eras.stamp(request_id, result)
         self.send({"jsonrpc": "2.0", "result": result, "id": request_id})
 
-    def error(self, request_id: object, code: int, message: str) -> None:
-        self.send({"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": request_id})
+    def error(self, request_id: object, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self.send({"jsonrpc": "2.0", "error": error, "id": request_id})
 
     @staticmethod
     def text(value: str, **extra: Any) -> dict[str, Any]:
