@@ -417,12 +417,19 @@ def _mapped(
     arguments: Iterable[Mapping[str, Any] | None],
     max_in_flight: int,
 ) -> Iterator[CallToolResult]:
-    in_flight: deque[ToolCall] = deque()
+    in_flight: deque[cf.Future[CallToolResult]] = deque()
     try:
         for args in arguments:
             if len(in_flight) >= max_in_flight:
                 yield in_flight.popleft().result()
-            in_flight.append(submit(args))
+            try:
+                call: cf.Future[CallToolResult] = submit(args)
+            except McpError as exc:
+                # Refused before sending (bad arguments, a closed session):
+                # raised at its place in the order, like any other failure.
+                call = cf.Future()
+                call.set_exception(exc)
+            in_flight.append(call)
         while in_flight:
             yield in_flight.popleft().result()
     finally:
