@@ -66,7 +66,11 @@ ROUNDS_WORKERS = 4
 DEADLINE_SLACK = 0.002
 """The deadline thread wakes up to this late (never early), so a burst of
 deadlines costs one wake-up, not one each."""
+LEAD_SLICE = 0.05
+"""How long a thread reading for its own handle goes without looking at
+whether it was settled some other way (cancelled from another thread)."""
 _COMPACT_MIN = 1024
+_PENDING = "PENDING"  # concurrent.futures' state of a future neither running nor settled
 _INPUT_REQUIRED = "input_required"
 _CREATED = threading.Lock()  # guards the lazy creation of each session's Calls (rare)
 
@@ -122,11 +126,22 @@ class ToolCall(cf.Future[CallToolResult]):
         """Read the server's output here while this call is not done, if the
         transport lets callers read and nobody else is; the wait left."""
         leader = self._calls.leader
-        if leader is None or self.done():
-            return timeout
+        if leader is None or self._state != _PENDING:
+            return timeout  # settled, or running (its rounds thread reads for it)
         start = time.monotonic()
-        until = self._deadline if timeout is None else min(self._deadline, start + timeout)
-        leader.lead(self.done, until)
+        end = self._deadline if timeout is None else min(self._deadline, start + timeout)
+
+        def done() -> bool:  # a read of one attribute, without the lock: a hint
+            return self._state != _PENDING
+
+        while True:
+            # In slices: a handle settled without a reply (a cancel from
+            # another thread) must not leave this thread reading until its end.
+            until = min(end, time.monotonic() + LEAD_SLICE)
+            leader.lead(done, until)
+            now = time.monotonic()
+            if done() or now >= end or now < until:
+                break  # settled, out of time, or someone else reads: wait for the handle
         if timeout is None:
             return None
         return max(0.0, timeout - (time.monotonic() - start))

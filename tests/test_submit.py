@@ -212,6 +212,15 @@ def _outcomes(calls: list[mcp_sync.ToolCall]) -> dict[str, int]:
     return kinds
 
 
+def test_a_cancel_from_another_thread_wakes_a_thread_waiting_in_result(era: str) -> None:
+    with connect(era) as session:
+        call = session.submit_tool("sleep", {"ms": 30_000})  # a 30 s deadline
+        threading.Timer(0.2, call.cancel).start()
+        with timed(5.0), pytest.raises(cf.CancelledError):
+            call.result()  # this thread reads the server's output meanwhile (stdio)
+        assert session.call_tool("echo", {"message": "after"}).content[0]["text"] == "after"
+
+
 def test_ten_thousand_calls_with_random_cancellations_all_settle_and_leak_nothing() -> None:
     gc.collect()
     fds, threads = _fds(), len(library_threads())
