@@ -334,7 +334,8 @@ class Calls:
         call.set_running_or_notify_cancel()
         if not self._rounds.submit(lambda: call._run_rounds(job)):
             terminal = self.core.terminal
-            call._settle_error(terminal._copy() if terminal is not None else RuntimeError("no thread"))
+            error = terminal._copy() if terminal is not None else RuntimeError("no thread for the call's next round")
+            call._settle_error(error)
 
     def close(self, wait: bool) -> None:
         """The session has ended (every entry has failed): stop the deadline
@@ -376,8 +377,6 @@ def submit_tool(
 ) -> ToolCall:
     """Check and send one ``tools/call``; its handle. What ``call_tool`` would
     refuse before sending anything is raised here."""
-    from ._session import _not_in_catalog
-
     core = calls.core
     terminal = core.terminal
     if terminal is not None:
@@ -385,6 +384,8 @@ def submit_tool(
     catalog = core.catalog  # one snapshot for the whole call, as call_tool does
     tool = catalog.by_name.get(name)
     if tool is None:
+        from ._session import _not_in_catalog
+
         raise _not_in_catalog(name, core.server)
     timeout_ms, option = request_budget(core.limits, timeout_ms)
     args: Any = {} if arguments is None else arguments
