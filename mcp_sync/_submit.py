@@ -174,6 +174,9 @@ class ToolCall(cf.Future[CallToolResult]):
                 return
             outcome = self._parse(raw)
         except McpError as exc:
+            self._settle_error(exc.with_traceback(None))  # its frames hold the core
+            return
+        except Exception as exc:  # a bug: the handle gets it, never the reading thread
             self._settle_error(exc)
             return
         self._settle(outcome)

@@ -84,6 +84,17 @@ def test_structured_output_is_validated_as_call_tool_does() -> None:
         assert type(call.exception()) is type(_raised(lambda: session.call_tool("add", {"a": 1, "b": 2})))
 
 
+def test_a_bug_while_settling_fails_the_handle_not_the_reading_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(_submit, "check_structured_output", broken)
+    with connect_fake(validate_output=True) as session:
+        assert isinstance(session.submit_tool("add", {"a": 1, "b": 2}).exception(10), RuntimeError)
+        assert session.call_tool("echo", {"message": "alive"}).content[0]["text"] == "alive"
+        assert not session.closed
+
+
 def _raised(action: Any) -> BaseException:
     try:
         action()
