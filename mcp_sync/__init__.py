@@ -69,6 +69,7 @@ from ._roots import Root
 from ._servers import DEFAULT_HEALTH_CHECK_TIMEOUT_MS, RespawnPolicy, Servers
 from ._session import CLIENT_INFO
 from ._session_api import Session
+from ._submit import ToolCall
 from ._version import __version__
 from ._versions import (
     HANDSHAKE_PROTOCOL_VERSIONS,
@@ -138,6 +139,7 @@ __all__ = [
     "SpawnFailed",
     "Timeout",
     "Tool",
+    "ToolCall",
     "ToolNotFound",
     "UrlElicitationRequired",
     "__version__",

@@ -191,6 +191,9 @@ class Era(Protocol):
     input_rounds: bool
     """Whether a result may ask for another round (``input_required``); when
     not, a request that cannot become a task is settled by its first result."""
+    version_retry: bool
+    """Whether a request refused with ``-32022`` (unsupported version) is sent
+    again at a version both sides list (else the refusal is its answer)."""
 
     @property
     def version(self) -> str | None:
@@ -221,6 +224,12 @@ class Era(Protocol):
         """The first ``tools/list`` walk, with whatever this era checks in it."""
 
     # ------------------------------------------------------------ requests
+
+    def frame(
+        self, method: str, params: Mapping[str, Any], *, tasks: bool = False
+    ) -> tuple[dict[str, Any], dict[str, str] | None]:
+        """A request's params as this era sends them, and its own headers
+        (``None``: none), without sending it (a submitted call, ._submit)."""
 
     def request(
         self,

@@ -64,6 +64,7 @@ class LegacyEra:
     name = LEGACY
     any_structured = False
     input_rounds = False  # no input_required in this era
+    version_retry = False  # a refusal of a request is that request's answer
 
     def __init__(self, version: str | None, *, client_info: Mapping[str, str]) -> None:
         self._version = version
@@ -134,6 +135,12 @@ class LegacyEra:
         return core.load_catalog()
 
     # ------------------------------------------------------------ requests
+
+    def frame(
+        self, method: str, params: Mapping[str, Any], *, tasks: bool = False
+    ) -> tuple[dict[str, Any], dict[str, str] | None]:
+        """Plain JSON-RPC: the params as they are, no headers of its own."""
+        return (params if type(params) is dict else dict(params)), None
 
     def request(
         self,

@@ -118,6 +118,7 @@ class ModernEra:
     name = MODERN
     any_structured = True  # since 2026-07-28 structured content may be any JSON value
     input_rounds = True
+    version_retry = True  # a -32022 refusal is answered by sending the request again
 
     def __init__(
         self,
@@ -260,6 +261,20 @@ class ModernEra:
         self._tasks_meta = (meta, with_tasks)
         return with_tasks
 
+    def frame(
+        self, method: str, params: Mapping[str, Any], *, tasks: bool = False
+    ) -> tuple[dict[str, Any], dict[str, str] | None]:
+        """The params as sent (with the protocol's ``_meta``) and the MCP
+        headers of one request."""
+        # The headers first: they may refuse an argument, before any I/O.
+        headers = self.headers(method, params)
+        extra = params.get("_meta")
+        # The caller's own _meta keys (a traceparent, a progress token)
+        # go along; the protocol's are this era's.
+        protocol = self._protocol_meta(tasks)
+        meta = protocol if extra is None else {**extra, **protocol}
+        return {**params, "_meta": meta}, headers
+
     def request(
         self,
         core: EraCore,
@@ -282,14 +297,7 @@ class ModernEra:
         retried = False
         while True:
             sent = self._version
-            # The headers first: they may refuse an argument, before any I/O.
-            headers = self.headers(method, params)
-            extra = params.get("_meta")
-            # The caller's own _meta keys (a traceparent, a progress token)
-            # go along; the protocol's are this era's.
-            protocol = self._protocol_meta(tasks)
-            meta = protocol if extra is None else {**extra, **protocol}
-            full = {**params, "_meta": meta}
+            full, headers = self.frame(method, params, tasks=tasks)
             try:
                 result = core.request(
                     method,

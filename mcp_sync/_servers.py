@@ -29,7 +29,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,7 @@ from ._session_api import Session
 
 if TYPE_CHECKING:
     from ._catalog import CallToolResult
+    from ._submit import ToolCall
     from .config import ServerEntry
 
 __all__ = ["DEFAULT_HEALTH_CHECK_TIMEOUT_MS", "RespawnPolicy", "Servers"]
@@ -287,6 +288,40 @@ class Servers:
         return self.session(server).call_tool(
             tool, arguments, timeout_ms=timeout_ms, traceparent=traceparent
         )
+
+    def submit_tool(
+        self,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+    ) -> ToolCall:
+        """``self.session(server).submit_tool(tool, arguments, ...)``: the
+        handle of a call on that server's current session (connected first if
+        need be, which blocks)."""
+        return self.session(server).submit_tool(
+            tool, arguments, timeout_ms=timeout_ms, traceparent=traceparent
+        )
+
+    def map_tool(  # noqa: PLR0913
+        self,
+        server: str,
+        tool: str,
+        arguments: Iterable[Mapping[str, Any] | None],
+        *,
+        max_in_flight: int = 16,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+    ) -> Iterator[CallToolResult]:
+        """``self.session(server).map_tool(tool, arguments, ...)``, on the
+        session current when it is called (a respawn meanwhile fails the calls
+        in flight, as for call_tool)."""
+        return self.session(server).map_tool(
+            tool, arguments, max_in_flight=max_in_flight, timeout_ms=timeout_ms,
+            traceparent=traceparent,
+        )  # fmt: skip
 
     def close(self) -> None:
         """Close every server's session and stop the health check. Idempotent,

@@ -146,6 +146,9 @@ class _Core:
         self.ended_at = 0.0  # time.monotonic() of the terminal transition
         # Set while user code (the diagnostic observer) runs on this thread.
         self._callback = threading.local()
+        # Run (with terminate's ``wait``) once the session has ended and every
+        # waiter has failed: what else owns threads (submitted calls: ._submit).
+        self.on_end: list[Callable[[bool], None]] = []
         _cores.add(self)
 
     def disown(self) -> None:
@@ -165,6 +168,7 @@ class _Core:
         from ._inbound import Inbound
 
         self.inbound = Inbound(self, None, auto_refresh=False)
+        self.on_end = []
 
     @property
     def protocol_version(self) -> str | None:
@@ -202,6 +206,8 @@ class _Core:
         if self.transport is not None:
             self.transport.shutdown(wait)
         self.inbound.close(wait)
+        for hook in tuple(self.on_end):
+            hook(wait)
 
     def discard(self) -> None:
         """Tear down a session that a fresh one replaces (era negotiation's
@@ -317,22 +323,73 @@ class _Core:
             terminal = self._terminal
         if entry is None:
             return False
-        if entry.written and cancellable and terminal is None and self.transport is not None:
-            try:
-                frame = encode(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": "notifications/cancelled",
-                        "params": {"requestId": request_id, "reason": "timed out"},
-                    },
-                    self.limits.max_outbound_frame_bytes,
-                )
-            except ProtocolError:
-                return True
-            # Best effort: a full queue drops it rather than making us late.
-            item = Outbound(frame, NOTIFICATION, request_id, "notifications/cancelled")
-            _log.cancelled(self.server, request_id, self.transport.send_nowait(item))
+        if entry.written and cancellable and terminal is None:
+            self._cancel_notice(request_id, "timed out")
         return True
+
+    def _cancel_notice(self, request_id: int, reason: str) -> None:
+        """Tell the server a request it has read is abandoned, the era's way
+        (``notifications/cancelled``; a modern HTTP request's stream closed)."""
+        transport = self.transport
+        if transport is None:
+            return
+        try:
+            frame = encode(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": request_id, "reason": reason},
+                },
+                self.limits.max_outbound_frame_bytes,
+            )
+        except ProtocolError:
+            return
+        # Best effort: a full queue drops it rather than making us late.
+        item = Outbound(frame, NOTIFICATION, request_id, "notifications/cancelled")
+        _log.cancelled(self.server, request_id, transport.send_nowait(item))
+
+    def submit(
+        self,
+        method: str,
+        params: dict[str, Any],
+        entry: _Pending,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, bool]:
+        """Send a request without waiting for its reply: ``entry`` is in the
+        table before the frame can be written, and whoever takes it off
+        completes it (the reply, the end of the session, :meth:`withdraw`).
+        Returns the request's id and whether the frame was queued within
+        ``timeout`` s (if not, the entry is still in the table)."""
+        request_id = next(self._ids)
+        frame = encode(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
+            self.limits.max_outbound_frame_bytes,
+        )
+        item = _outbound(Outbound, (frame, REQUEST, request_id, method, headers, None))
+        transport = self.transport
+        assert transport is not None
+        try:
+            with self._lock:
+                if self._terminal is not None:
+                    raise self._terminal._copy()
+                self._pending[request_id] = entry
+            return request_id, transport.send(item, timeout)
+        except BaseException:
+            self._abandon(request_id, True)
+            raise
+
+    def withdraw(self, request_id: int, reason: str) -> _Pending | None:
+        """Take a submitted request off the table (its deadline passed, or its
+        caller cancelled it) and tell the server if it was sent; the entry,
+        for the caller to complete, or ``None`` if another thread got there
+        first (a reply, the end of the session)."""
+        with self._lock:
+            entry = self._pending.pop(request_id, None)
+            terminal = self._terminal
+        if entry is not None and entry.written and terminal is None:
+            self._cancel_notice(request_id, reason)
+        return entry
 
     def send_and_forget(self, method: str, params: dict[str, Any]) -> None:
         """Best effort: a request whose reply nobody waits for (it is dropped

@@ -13,10 +13,10 @@ be garbage-collected and its finalizer can close the core.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from . import _handlers, _health, _log, _refresh, _resources, _serverlog
+from . import _handlers, _health, _log, _refresh, _resources, _serverlog, _submit
 from ._session import _Core, _not_in_catalog
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         ResourceTemplate,
     )
     from ._roots import RootsProvider
+    from ._submit import ToolCall
     from .skills import Skill, SkillFile
 
 __all__ = ["Session"]
@@ -49,10 +50,11 @@ class Session:
     garbage-collected, or still open when the interpreter exits, is closed too.
     """
 
-    __slots__ = ("__weakref__", "_core", "_finalizer", "server_info")
+    __slots__ = ("__weakref__", "_calls", "_core", "_finalizer", "server_info")
 
     def __init__(self, core: _Core, server_info: ServerInfo) -> None:
         self._core = core
+        self._calls: list[_submit.Calls | None] = [None]  # made at the first submit_tool
         self.server_info = server_info
         """The name and version the server disclosed (untrusted text)."""
         self._finalizer = weakref.finalize(self, core.close)
@@ -218,6 +220,55 @@ class Session:
                 traceparent,
             )
         return core.call_tool(name, arguments, timeout_ms, traceparent, **options)
+
+    def submit_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+    ) -> ToolCall:
+        """Send one tool call and return at once with its handle, a
+        ``concurrent.futures.Future`` (:class:`ToolCall`): ``result()`` is what
+        :meth:`call_tool` would have returned or raised, :class:`Timeout` at the
+        call's deadline (``timeout_ms``, default ``request_timeout_ms``, counted
+        from now) with no thread blocked meanwhile; ``cancel()`` withdraws it
+        and tells the server. What :meth:`call_tool` refuses before sending
+        (an unknown tool, bad arguments, a closed session) is raised here.
+
+        Never a task, and no progress callback: a tool that must run as a task
+        is refused (use :meth:`call_tool`). A modern ``input_required`` round
+        is answered by the handlers on a library thread, as for call_tool.
+        """
+        core = self._core
+        calls = self._calls[0] or _submit.calls_of(core, self._calls)
+        return _submit.submit_tool(calls, name, arguments, timeout_ms, traceparent)
+
+    def map_tool(
+        self,
+        name: str,
+        arguments: Iterable[Mapping[str, Any] | None],
+        *,
+        max_in_flight: int = 16,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+    ) -> Iterator[CallToolResult]:
+        """Call ``name`` once for each of ``arguments``, keeping up to
+        ``max_in_flight`` calls in flight, and yield the results in order
+        (lazily: at most ``max_in_flight`` calls and results are held).
+
+        Each call has its own deadline, from when it is sent. The first call
+        that fails raises its error at its place in the order, after the calls
+        still in flight are cancelled; the results before it were yielded. A
+        result with ``is_error=True`` is a result, as with :meth:`call_tool`.
+        Closing the iterator early cancels the calls in flight too.
+        """
+
+        def submit(args: Mapping[str, Any] | None) -> ToolCall:
+            return self.submit_tool(name, args, timeout_ms=timeout_ms, traceparent=traceparent)
+
+        return _submit.map_tool(submit, arguments, max_in_flight)
 
     def refresh_tools(self, *, timeout_ms: int | None = None) -> tuple[Tool, ...]:
         """Walk ``tools/list`` again under every catalog rule and swap the new
