@@ -555,40 +555,46 @@ class _Race:
 
     def _run(self) -> ServerInfo:
         core = self.core
-        probe = self.probe = self._start("probe", self._send_probe)
-        unread: Callable[[], int | None] | None = None if self.http else getattr(
-            core.transport, "stdin_unread", None
-        )
         # A tight handshake budget shortens the grace: the handshake gets a
         # budget of its own, and the probe stays out as long as it does.
         budget = seconds(core.limits.handshake_timeout_ms)
         grace = min(seconds(HTTP_PROBE_GRACE_MS if self.http else PROBE_GRACE_MS), budget / 4)
+        unread: Callable[[], int | None] | None = None if self.http else getattr(
+            core.transport, "stdin_unread", None
+        )
+        read_by = self.deadline  # the server must have read the probe by then
+        # The probe's own wait outlasts phase one: phase one decides.
+        self.deadline += grace
+        probe = self.probe = self._start("probe", self._send_probe)
         read_at: float | None = None if unread is not None else time.monotonic()
         # Phase one: the probe alone, until it is answered or has gone
         # unanswered for the grace period after the server read it.
         with self.cond:
             while not (probe.done or self.refused):
                 now = time.monotonic()
-                if now >= self.deadline:
-                    break
                 if read_at is None:
                     assert unread is not None
                     left = unread() if probe.sent else 1
                     if left is None or left == 0:
                         read_at = now
-                elif now - read_at >= grace:
+                    elif now >= read_by:
+                        break
+                    else:
+                        self.cond.wait(min(read_by - now, _TICK))
+                        continue
+                if now >= read_at + grace:
                     break
-                wait = self.deadline - now if read_at is None else read_at + grace - now
-                self.cond.wait(min(wait, _TICK) if read_at is None else wait)
+                self.cond.wait(read_at + grace - now)
             settled = probe.done or self.refused
         if settled:
             return self._after_probe()
-        if time.monotonic() >= self.deadline:
+        if read_at is None:
+            # Never read: the handshake alone would not have been either.
             probe.stop()
             probe.join()
             raise Timeout(
-                f"server/discover with server {core.server!r} missed its deadline "
-                f"(handshake_timeout_ms={core.limits.handshake_timeout_ms})"
+                f"server {core.server!r} read nothing within "
+                f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
             )
         self.deadline = time.monotonic() + budget
         with self.cond:
