@@ -414,7 +414,7 @@ class _Attempt:
     out. It is the request's :class:`~._pending.Watch`: its wait ends with
     the reply, at its deadline, or when the race is decided without it."""
 
-    __slots__ = ("_cond", "_thread", "deadline", "done", "error", "result", "sent", "stopped")
+    __slots__ = ("_cond", "_thread", "crash", "deadline", "done", "error", "result", "sent", "stopped")
 
     def __init__(self, cond: threading.Condition, name: str, deadline: float,
                  send: Callable[[_Attempt], Any]) -> None:
@@ -425,20 +425,22 @@ class _Attempt:
         self.done = False
         self.result: Any = None
         self.error: McpError | None = None
+        self.crash: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(send,), name=name, daemon=True)
         self._thread.start()
 
     def _run(self, send: Callable[[_Attempt], Any]) -> None:
         result: Any = None
         error: McpError | None = None
+        crash: BaseException | None = None
         try:
             result = send(self)
         except McpError as exc:
             error = exc.with_traceback(None)
-        except BaseException as exc:  # a bug: the race reports it as the session's end
-            error = ProtocolError(f"connect failed: {type(exc).__name__}")
+        except BaseException as exc:  # a bug: raised again in the negotiating thread
+            crash = exc
         with self._cond:
-            self.result, self.error, self.done = result, error, True
+            self.result, self.error, self.crash, self.done = result, error, crash, True
             self._cond.notify_all()
 
     def stop(self) -> None:
@@ -513,6 +515,12 @@ class _Race:
                     attempt.stop()
                     attempt.join()
 
+    def _reraise(self) -> None:
+        """Raise, in the negotiating thread, what broke an attempt's thread (a bug)."""
+        for attempt in (self.probe, self.handshake):
+            if attempt is not None and attempt.crash is not None:
+                raise attempt.crash
+
     def _null_id_error(self, error: dict[str, Any]) -> bool:
         """An error with a null id while the probe is out: the probe's
         refusal by a server that could not read its id (not a diagnostic:
@@ -586,6 +594,7 @@ class _Race:
                     break
                 self.cond.wait(read_at + grace - now)
             settled = probe.done or self.refused
+        self._reraise()
         if settled:
             return self._after_probe()
         if read_at is None:
@@ -608,6 +617,7 @@ class _Race:
             while not (probe.done or handshake.done or self.refused):
                 self.cond.wait()
             probe_first = probe.done and not self.refused
+        self._reraise()
         if probe_first:
             return self._probe_first()
         return self._handshake_first()
@@ -644,6 +654,7 @@ class _Race:
             # it comes within the grace period, says.
             with self.cond:
                 self.cond.wait_for(lambda: handshake.done, seconds(PROBE_GRACE_MS))
+            self._reraise()
             if handshake.done and handshake.error is None:
                 return self._legacy(handshake.result)
         handshake.stop()
@@ -667,6 +678,7 @@ class _Race:
             # first; one that answers them at once may be a moment behind.
             with self.cond:
                 self.cond.wait_for(lambda: probe.done, seconds(PROBE_GRACE_MS))
+            self._reraise()
             if probe.done and probe.error is None and _modern_evidence(probe.result):
                 info = self.modern.adopt(self.core, probe.result, strict=False)
                 assert info is not None
@@ -682,6 +694,7 @@ class _Race:
         assert handshake is not None
         with self.cond:
             self.cond.wait_for(lambda: handshake.done)
+        self._reraise()
         if self.probe is not None:
             self.probe.stop()
         error = handshake.error
