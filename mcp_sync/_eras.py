@@ -64,6 +64,8 @@ settles the era, makes itself the core's era (``_Core.adopt``).
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -123,6 +125,11 @@ how long a modern answer waits for the fate of a handshake already sent."""
 HTTP_PROBE_GRACE_MS = 500
 """The same over HTTP, counted from the moment the probe is sent (nothing
 tells when the server has read it), with room for a round trip."""
+PROBE_BUSY_MAX_MS = 2_000
+"""How much longer than :data:`PROBE_GRACE_MS` the probe may wait after the
+server read it while the server is seen busy (a thread running or runnable:
+on a loaded machine a dual-era server may need more than the grace period to
+produce its answer). Linux only."""
 _TICK = 0.01
 """How often the pipe is looked at while the probe waits to be read (s)."""
 
@@ -476,6 +483,25 @@ class _Attempt:
         return entry.done()
 
 
+def _busy(pid: int) -> bool:
+    """Whether a thread of process ``pid`` is running or waiting for a CPU
+    (Linux ``/proc``; False when that cannot be read)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        end = stat.rfind(b")")  # the name may hold spaces and parentheses
+        if stat[end + 2 : end + 3] == b"R":
+            return True
+    return False
+
+
 def _answered(attempt: _Attempt | None) -> bool:
     """Whether the server answered this attempt's request (a result or a
     JSON-RPC error), rather than the session ending or the wait stopping."""
@@ -561,6 +587,40 @@ class _Race:
             cancellable=False, watch=watch,
         )  # fmt: skip
 
+    def _phase_one(self, probe: _Attempt, unread: Callable[[], int | None] | None,
+                   grace: float, read_by: float) -> float | None:
+        """The probe alone, until it is answered or has gone unanswered for
+        ``grace`` after the server read it (and stopped being busy, for at
+        most PROBE_BUSY_MAX_MS more). Returns when the server was last seen
+        reading or busy (None: it read nothing by ``read_by``)."""
+        read_at: float | None = None if unread is not None else time.monotonic()
+        first_read = read_at if read_at is not None else 0.0
+        pid = getattr(self.core.transport, "pid", None) if unread is not None else None
+        busy: Callable[[], bool] | None = None
+        if isinstance(pid, int) and os.path.isdir(f"/proc/{pid}/task"):
+            busy = functools.partial(_busy, pid)
+        # Phase one: the probe alone, until it is answered or has gone
+        # unanswered for the grace period after the server read it.
+        with self.cond:
+            while not (probe.done or self.refused):
+                now = time.monotonic()
+                if read_at is None:
+                    assert unread is not None
+                    left = unread() if probe.sent else 1
+                    if left is None or left == 0:
+                        read_at = first_read = now
+                    elif now >= read_by:
+                        break
+                    else:
+                        self.cond.wait(min(read_by - now, _TICK))
+                        continue
+                if busy is not None and now < first_read + seconds(PROBE_BUSY_MAX_MS) and busy():
+                    read_at = now  # still working on something: perhaps its answer
+                if now >= read_at + grace:
+                    break
+                self.cond.wait(min(read_at + grace - now, _TICK) if busy is not None else read_at + grace - now)
+        return read_at
+
     def _run(self) -> ServerInfo:
         core = self.core
         # A tight handshake budget shortens the grace: the handshake gets a
@@ -572,27 +632,10 @@ class _Race:
         )
         read_by = self.deadline  # the server must have read the probe by then
         # The probe's own wait outlasts phase one: phase one decides.
-        self.deadline += grace
+        self.deadline += grace + seconds(PROBE_BUSY_MAX_MS)
         probe = self.probe = self._start("probe", self._send_probe)
-        read_at: float | None = None if unread is not None else time.monotonic()
-        # Phase one: the probe alone, until it is answered or has gone
-        # unanswered for the grace period after the server read it.
+        read_at = self._phase_one(probe, unread, grace, read_by)
         with self.cond:
-            while not (probe.done or self.refused):
-                now = time.monotonic()
-                if read_at is None:
-                    assert unread is not None
-                    left = unread() if probe.sent else 1
-                    if left is None or left == 0:
-                        read_at = now
-                    elif now >= read_by:
-                        break
-                    else:
-                        self.cond.wait(min(read_by - now, _TICK))
-                        continue
-                if now >= read_at + grace:
-                    break
-                self.cond.wait(read_at + grace - now)
             settled = probe.done or self.refused
         self._reraise()
         if settled:
