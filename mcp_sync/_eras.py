@@ -24,7 +24,8 @@ dual-era server on 2026-07-28 however slowly it starts (the race, below):
 
 - The probe is never abandoned for the handshake: when it goes unanswered for
   :data:`PROBE_GRACE_MS` *after the server has read it* (over stdio the clock
-  starts when the server's stdin pipe is seen empty, on Linux; elsewhere, and
+  starts when the server's stdin pipe is seen empty, on Linux, and waits
+  while the server is busy, for at most :data:`PROBE_BUSY_MAX_MS`; elsewhere, and
   over HTTP, when the probe is sent: :data:`HTTP_PROBE_GRACE_MS`), the
   handshake is sent too, and the first answer decides. A server that is still
   starting reads nothing, so it is not sent a handshake it would read right
@@ -105,6 +106,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HTTP_PROBE_GRACE_MS",
+    "PROBE_BUSY_MAX_MS",
     "PROBE_GRACE_MS",
     "PROTOCOLS",
     "EraMemory",
