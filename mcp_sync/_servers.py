@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _log
 from ._client import connect
+from ._eras import EraMemory, remembering
 from ._errors import (
     ConnectionClosed,
     InvalidOption,
@@ -135,6 +136,8 @@ class _Slot:
     retry_at: float = 0.0  # time.monotonic() before which nothing is started
     ended_by: McpError | None = None  # what ended the session being replaced
     spawns: int = 0  # sessions connected in this process
+    # The era auto settled: a respawn sends that era's opening request alone.
+    era: EraMemory = field(default_factory=EraMemory)
 
     def reset(self) -> None:
         """In a forked child: the parent's lock holders and history stay behind."""
@@ -393,7 +396,8 @@ class Servers:
                 attempt=slot.spawns + 1, failures=slot.failures, cause=cause,
             )  # fmt: skip
         try:
-            session = connect(slot.entry, diagnostics=self._diagnostics)
+            with remembering(slot.era):
+                session = connect(slot.entry, diagnostics=self._diagnostics)
         except McpError as exc:
             slot.attempts += 1
             slot.outcome = slot.last_error = exc

@@ -144,6 +144,9 @@ class _Core:
         # handshake-era object without a version: plain JSON-RPC.
         self.era: Era = LegacyEra(None, client_info=CLIENT_INFO)
         self.ended_at = 0.0  # time.monotonic() of the terminal transition
+        # Set by era negotiation while its probe is out: takes an error reply
+        # with a null id (True: taken, no diagnostic event).
+        self.unattributed: Callable[[dict[str, Any]], bool] | None = None
         # Set while user code (the diagnostic observer) runs on this thread.
         self._callback = threading.local()
         # Run (with terminate's ``wait``) once the session has ended and every
@@ -477,6 +480,9 @@ class _Core:
         if request_id is None:
             if error is None:
                 raise ProtocolError("a result reply has a null id")
+            unattributed = self.unattributed
+            if unattributed is not None and unattributed(error):
+                return
             self.emit(
                 "remote-error",
                 {"code": error["code"], "message": error["message"], "data": error.get("data")},

@@ -32,6 +32,7 @@ import math
 import os
 import queue
 import select
+import struct
 import sys
 import threading
 import time
@@ -53,6 +54,14 @@ EXIT_AFTER_EOF = 0.5
 THREAD_JOIN = 2.0
 
 _READ_SIZE = 65536
+if sys.platform.startswith("linux"):
+    import fcntl
+    import termios
+
+    # How many bytes wait in a pipe; on Linux also asked of its write end.
+    _FIONREAD: int | None = termios.FIONREAD
+else:
+    _FIONREAD = None
 _POLL_MAX_MS = 2**31 - 1
 # A caller writes its own frame only when one write(2) is sure to take all of
 # it: a pipe writes up to PIPE_BUF bytes atomically or not at all, so no
@@ -160,6 +169,20 @@ class _Stdin:
         finally:
             if _owned(lock):
                 lock.release()
+
+    def unread(self) -> int | None:
+        """Bytes sent that the server has not read yet (queued here or in the
+        pipe); ``None`` where the pipe cannot tell (FIONREAD on a pipe's
+        write end is Linux's)."""
+        if self._queue.queue:
+            return 1
+        if _FIONREAD is None or self._fd < 0:
+            return None
+        try:
+            count: int = struct.unpack("i", fcntl.ioctl(self._fd, _FIONREAD, b"\0\0\0\0"))[0]
+        except (OSError, ValueError):
+            return None
+        return count
 
     def run(self) -> None:
         """The writer thread: drain the queue into stdin until the sentinel
@@ -324,6 +347,11 @@ class StdioTransport:
     @property
     def pid(self) -> int:
         return self._child.pid
+
+    def stdin_unread(self) -> int | None:
+        """Bytes sent that the server has not read yet, if the platform tells
+        (era negotiation starts its clock once the server has read the probe)."""
+        return self._stdin.unread()
 
     @property
     def returncode(self) -> int | None:

@@ -13,10 +13,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from .._client import connect
+from .._eras import EraMemory, remembering
 from .._errors import McpError
 from .._jsonrpc import json_depth
 from .._limits import MAX_JSON_DEPTH
@@ -257,6 +258,9 @@ class Server:
     # The redacted tail of the server's stderr, delivered by the session's
     # diagnostics observer when the server failed ("a | b | c").
     stderr: str = ""
+    # The era auto settled for this server: a later connect in this process
+    # sends that era's opening request alone (see mcp_sync._eras).
+    era: EraMemory = field(default_factory=EraMemory)
 
     def observe(self, event: DiagnosticEvent) -> None:
         if event.kind == "stderr":
@@ -308,7 +312,8 @@ def connect_all(servers: Sequence[Server]) -> None:
             server.error = CliExit(EXIT_USAGE, problem)
             return
         try:
-            server.session = connect(server.entry, diagnostics=server.observe)
+            with remembering(server.era):
+                server.session = connect(server.entry, diagnostics=server.observe)
         except Exception as exc:
             server.error = exc
 

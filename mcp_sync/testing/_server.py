@@ -145,6 +145,7 @@ class FakeServer:
             return
         if "id" not in message:
             return  # notifications: initialized, cancelled
+        self.eras.delay(method)
         if method in self.opt.hang_on:
             return
         if method in self.opt.exit_on:
