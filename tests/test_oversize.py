@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -242,3 +244,30 @@ def test_a_session_that_failed_with_its_server_alive_closes_in_milliseconds() ->
         session.call_tool("flood", {"bytes": 50 * MIB}, timeout_ms=10_000)
     _check_closed_fast(session)
 
+
+
+# ---------------------------------------------------------------- the depth scan at the new maximum
+
+
+_SCAN = """
+import contextlib, resource, sys
+import mcp_sync
+from mcp_sync._jsonrpc import decode_line
+body = sys.argv[1].encode()
+line = b'{"result":' + body * (4 * 2**20 // len(body)) + b',"jsonrpc":"2.0","id":1}'
+text = line.decode()  # the size of decode_line's own copy, reserved first
+del text
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with contextlib.suppress(mcp_sync.ProtocolError):
+    decode_line(line)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+"""
+
+
+@pytest.mark.parametrize("body", ["[", "[]"], ids=["opening", "pairs"])
+def test_the_depth_scan_holds_no_per_byte_list(body: str) -> None:
+    # jsonrpc last: nothing lets the scan stop early. It once built one int
+    # object per bracket: some 40 bytes per byte, gigabytes at 64 MiB.
+    done = subprocess.run([sys.executable, "-c", _SCAN, body], capture_output=True, text=True, check=True)
+    grown = int(done.stdout)
+    assert grown < 5 * 4 * MIB, f"{grown / MIB:.0f} MiB for a 4 MiB line"
