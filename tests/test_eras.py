@@ -417,7 +417,9 @@ def test_a_handshake_timeout_is_not_retried(tmp_path: Path) -> None:
     spawned = tmp_path / "starts"
     with pytest.raises(mcp_sync.Timeout):
         connect_fake("--hang-on", "initialize", "--starts", str(spawned), handshake_timeout_ms=300)
-    assert len(starts(spawned)) == 1
+    # A failed connect stops its server at once: on a loaded machine it may
+    # not have written its pid yet. It must never have been started twice.
+    assert len(starts(spawned)) <= 1
 
 
 def test_a_negotiation_that_times_out_leaves_nothing_running(tmp_path: Path) -> None:

@@ -236,21 +236,22 @@ def test_notifications_on_the_stream_are_dropped(hostile: Hostile) -> None:
 
 @pytest.mark.parametrize("declare", [True, False], ids=["content-length", "streamed"])
 def test_200mb_json_body_is_refused_with_memory_flat(hostile: Hostile, declare: bool) -> None:
-    with connect(hostile) as session:
+    with connect(hostile, max_frame_bytes=1_048_576) as session:
         gc.collect()
         before = rss_bytes()
         with timed(10.0), pytest.raises(mcp_sync.ProtocolError) as info:
             session.call_tool("big", {"bytes": 200_000_000, "length": declare})
         grown = rss_bytes() - before
         assert "max_frame_bytes=1048576" in str(info.value)
+        assert ("200000" if declare else "at least") in str(info.value)
         assert grown < 40_000_000, f"RSS grew by {grown} bytes"
-        assert session.closed  # inbound violations are terminal
-        with pytest.raises(mcp_sync.ProtocolError):
-            session.call_tool("echo", {"message": "x"})
+        # The body answered one POST: only its request fails.
+        assert not session.closed
+        assert session.call_tool("echo", {"message": "x"}).content[0]["text"] == "x"
 
 
 def test_oversize_sse_event_is_refused_with_memory_flat(hostile: Hostile) -> None:
-    with connect(hostile) as session:
+    with connect(hostile, max_frame_bytes=1_048_576) as session:
         gc.collect()
         before = rss_bytes()
         with timed(10.0), pytest.raises(mcp_sync.ProtocolError) as info:
@@ -258,6 +259,9 @@ def test_oversize_sse_event_is_refused_with_memory_flat(hostile: Hostile) -> Non
         assert rss_bytes() - before < 40_000_000
         assert "SSE event" in str(info.value)
         assert "max_frame_bytes" in str(info.value)
+        # The stream served one request: only that request fails.
+        assert not session.closed
+        assert session.call_tool("echo", {"message": "x"}).content[0]["text"] == "x"
 
 
 def test_max_frame_bytes_applies_to_each_body(hostile: Hostile) -> None:

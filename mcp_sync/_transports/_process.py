@@ -106,10 +106,16 @@ class ServerProcess:
         self.returncode = self.proc.wait()
         self.exited.set()
 
-    def stop(self) -> None:
+    def stop(self, polite: bool = True) -> None:
         """Teardown, once stdin is closed: wait for the child to leave, then
-        make it; then kill what it started that left its group."""
-        if not self.exited.wait(GRACE_AFTER_STDIN):
+        make it; then kill what it started that left its group.
+
+        ``polite`` (the caller closed the session): the child first gets
+        ``GRACE_AFTER_STDIN`` to leave on its own. A session that failed
+        skips it: its server broke a rule, stopped answering or is stuck
+        writing a reply nobody reads, so waiting for it to notice the end
+        of stdin only made closing take a second."""
+        if not self.exited.wait(GRACE_AFTER_STDIN if polite else 0):
             self._signal_group(signal.SIGTERM)
             if not self.exited.wait(GRACE_AFTER_TERM):
                 self._signal_group(_SIGKILL)

@@ -305,7 +305,8 @@ class HttpTransport:
                 try:
                     messages = parser.feed(chunk)
                 except ProtocolError as exc:
-                    raise Failure(exc, True) from None
+                    # This stream serves one request: it alone fails.
+                    raise Failure(exc, False) from None
                 for data in messages:
                     sink.receive(data)
                 if (

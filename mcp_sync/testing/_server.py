@@ -61,6 +61,9 @@ MISBEHAVING_TOOLS: list[dict[str, Any]] = [
         ("raw", "Write `lines` raw to stdout ({id} is the request id; an item may be "
                 "{prefix, repeat, times, suffix}), then answer unless `reply` is false."),
         ("flood", "Write `bytes` bytes to stdout without a newline."),
+        ("huge_reply", "Answer with `bytes` bytes of text, streamed: id last as the TypeScript "
+                       "SDK writes it, or first with `id_first`; `id` replaces the id (any JSON), "
+                       "`method` makes it a server request instead."),
         ("stderr", "Write `text` (or `bytes` bytes of noise) to stderr, then answer."),
         ("grandchild", "Start a long-lived grandchild process and return its pid; `setsid` "
                        "puts it in a session of its own, `detach` also orphans it (double fork)."),
@@ -124,6 +127,28 @@ class FakeServer:
     @staticmethod
     def text(value: str, **extra: Any) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": value}], **extra}
+
+    def huge_reply(self, rid: object, args: dict[str, Any]) -> None:
+        """Stream one reply of any size without holding it (see huge_reply)."""
+        ident = json.dumps(args.get("id", rid))
+        if "method" in args:
+            head, end = f'{{"method":{json.dumps(args["method"])},"params":{{"pad":"', '"}'
+        else:
+            head, end = '{"result":{"content":[{"type":"text","text":"', '"}]}'
+        if args.get("id_first"):
+            head = f'{{"jsonrpc":"2.0","id":{ident},' + head[1:]
+            end += "}\n"
+        else:
+            end += f',"jsonrpc":"2.0","id":{ident}}}\n'
+        total = int(args.get("bytes", 0))
+        chunk = b"x" * 65536
+        with self.write_lock:
+            self.out.write(head.encode())
+            while total > 0:
+                self.out.write(chunk[: min(total, len(chunk))])
+                total -= len(chunk)
+            self.out.write(end.encode())
+            self.out.flush()
 
     # --------------------------------------------------------------- input
 
@@ -290,6 +315,8 @@ class FakeServer:
                     self.out.write(chunk[: min(total, len(chunk))])
                     total -= len(chunk)
                 self.out.flush()
+        elif name == "huge_reply":
+            self.huge_reply(rid, args)
         elif name == "stderr":
             data = args["text"].encode() if "text" in args else b"e" * int(args.get("bytes", 0))
             sys.stderr.buffer.write(data)
