@@ -100,11 +100,15 @@ def thaw(value: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
-    """What the server disclosed about itself in ``initialize`` (untrusted text)."""
+    """What the server disclosed about itself in ``initialize`` (or
+    ``server/discover``): untrusted text. ``instructions`` is what the server
+    asks a model to know about using it, at most ``max_tool_document_bytes``
+    UTF-8 bytes."""
 
     name: str
     version: str
     title: str | None = None
+    instructions: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

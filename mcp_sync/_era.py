@@ -18,6 +18,7 @@ are what they use of its inbound side and of a call's progress route.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from ._catalog import Tool
     from ._errors import McpError
     from ._limits import Limits
+    from ._listen import ListenStream, ResourceUpdates
     from ._transports._base import Transport
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "EraInbound",
     "Jobs",
     "Route",
+    "bounded_instructions",
     "check_capabilities",
     "server_info",
 ]
@@ -73,16 +76,46 @@ def check_capabilities(capabilities: object, where: str, method: str) -> None:
         raise ProtocolError(f"{where} does not offer the tools capability")
 
 
-def server_info(value: object) -> ServerInfo:
-    """The server's name and version, as far as it disclosed them (untrusted text)."""
+def server_info(value: object, instructions: str | None = None) -> ServerInfo:
+    """The server's name and version, as far as it disclosed them (untrusted
+    text), and its ``instructions`` (already bounded: :func:`bounded_instructions`)."""
     if not isinstance(value, dict):
-        return ServerInfo(name="", version="")
+        return ServerInfo(name="", version="", instructions=instructions)
     name, version, title = value.get("name"), value.get("version"), value.get("title")
     return ServerInfo(
         name=name if isinstance(name, str) else "",
         version=version if isinstance(version, str) else "",
         title=title if isinstance(title, str) else None,
+        instructions=instructions,
     )
+
+
+_session_log = logging.getLogger("mcp_sync.session")
+
+
+def bounded_instructions(core: EraCore, value: object) -> str | None:
+    """The ``instructions`` of an opening result: a string (anything else is
+    ignored) of at most ``max_tool_document_bytes`` UTF-8 bytes, cut at a
+    character boundary past it (a warning says so). Logged only redacted."""
+    if not isinstance(value, str) or not value:
+        return None
+    limit = core.limits.max_tool_document_bytes
+    encoded = value.encode("utf-8", "surrogatepass")
+    if len(encoded) > limit:
+        value = encoded[:limit].decode("utf-8", "ignore")
+        _session_log.warning(
+            "server %r sent %d bytes of instructions; kept the first %d (max_tool_document_bytes)",
+            core.server, len(encoded), limit,
+            extra={"mcp_event": "instructions_cut", "mcp_server": core.server},
+        )  # fmt: skip
+    if _session_log.isEnabledFor(logging.DEBUG):
+        from ._redact import redact
+
+        _session_log.debug(
+            "server %r sent instructions: %s", core.server, redact(value[:200]),
+            extra={"mcp_event": "instructions", "mcp_server": core.server},
+        )  # fmt: skip
+    return value
 
 
 class Jobs(Protocol):
@@ -104,6 +137,24 @@ class EraInbound(InboundHooks, Protocol):
     @property
     def background(self) -> Jobs:
         """The thread for best-effort requests nobody waits for (a modern ``tasks/cancel``)."""
+
+    auto_refresh: bool
+    """Whether the session refreshes its catalog when the server says it changed."""
+
+    updates: ResourceUpdates | None
+    """The resource subscriptions, once there has been one (``._listen``)."""
+
+    stream: ListenStream | None
+    """The 2026-07-28 listen stream, once started (``._listen``)."""
+
+    def resource_updates(self) -> ResourceUpdates:
+        """The resource subscriptions (made on first use)."""
+
+    def listen_stream(self, lists: tuple[str, ...]) -> ListenStream:
+        """The 2026-07-28 listen stream (started on first use)."""
+
+    def notification(self, method: str, params: object) -> None:
+        """One notification, as if the server had sent it."""
 
 
 class Route(Watch, Protocol):
@@ -156,7 +207,10 @@ class EraCore(Core, Protocol):
         headers: Mapping[str, str] | None = None,
     ) -> Any: ...
 
-    def notify(self, method: str, timeout: float) -> None: ...
+    def notify(self, method: str, timeout: float, params: dict[str, Any] | None = None) -> None: ...
+
+    def cancel_request(self, request_id: int) -> None:
+        """Stop waiting for a request sent earlier and tell the server (best effort)."""
 
     def send_and_forget(self, method: str, params: dict[str, Any]) -> None: ...
 
@@ -243,6 +297,18 @@ class Era(Protocol):
 
     def set_log_level(self, core: EraCore, level: str, timeout_ms: int | None) -> None:
         """Ask for server log messages of ``level`` and above."""
+
+    def notification_meta(self) -> dict[str, Any] | None:
+        """The ``_meta`` a client notification carries in this era (``None``:
+        none); raises :class:`NotSupported` where the era sends none at all."""
+
+    def subscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        """Tell the server the session now listens to updates of ``uri``
+        (already in ``core.inbound.updates``), by ``deadline``."""
+
+    def unsubscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        """Tell the server the session no longer listens to ``uri`` (already
+        removed from ``core.inbound.updates``), by ``deadline``."""
 
     # ------------------------------------------------------------ tasks
 
