@@ -141,3 +141,163 @@ def test_server_everything_resource_updates_over_stdio(everything_stdio_cmd: lis
 def test_server_everything_resource_updates_over_http(everything_http_server: str) -> None:
     with mcp_sync.connect_http(server="everything", url=everything_http_server) as session:
         _subscribe_and_toggle(session)
+
+
+# ----------------------------------------------------------------------- the fake server, both eras
+
+
+@contextmanager
+def fake(transport: str, era: str, *options: str, **kwargs: Any) -> Iterator[mcp_sync.Session]:
+    """The fake server with ``--listen`` in ``era`` over ``transport``, connected."""
+    from support import connect_fake
+    from test_http_modern import fake_http
+
+    if transport == "stdio":
+        with connect_fake("--era", era, "--listen", *options, **kwargs) as session:
+            yield session
+        return
+    with fake_http("--era", era, "--listen", *options) as url:
+        kwargs.setdefault("handshake_timeout_ms", 5_000)
+        with mcp_sync.connect_http(server="fake", url=url, **kwargs) as session:
+            yield session
+
+
+ERAS = [(transport, era) for era in ("legacy", "modern") for transport in TRANSPORTS]
+
+
+def _names(session: mcp_sync.Session) -> list[str]:
+    return [tool.name for tool in session.tools]
+
+
+@pytest.mark.parametrize(("transport", "era"), ERAS)
+def test_list_changes_reach_the_catalog_in_both_eras(transport: str, era: str) -> None:
+    with fake(transport, era, auto_refresh=True) as session:
+        assert session.era == era
+        count = len(session.tools)
+        session.call_tool("publish", {"add": 1, "kind": "tools"})
+        _until(lambda: len(session.tools) == count + 1)
+        assert session.call_tool(_names(session)[-1]).content[0]["text"]
+        session.call_tool("publish", {"kind": "prompts"})
+        _until(lambda: session.prompts_changed)
+
+
+@pytest.mark.parametrize(("transport", "era"), ERAS)
+def test_subscriptions_in_both_eras(transport: str, era: str) -> None:
+    seen: list[str] = []
+    with fake(transport, era) as session:
+        session.subscribe_resource("fake://text/hello", seen.append)
+        session.subscribe_resource("fake://dir/", seen.append)
+        session.call_tool("publish", {"uri": "fake://text/hello"})
+        session.call_tool("publish", {"uri": "fake://text/other"})  # not subscribed
+        _until(lambda: seen == ["fake://text/hello"])
+        session.unsubscribe_resource("fake://text/hello")
+        session.unsubscribe_resource("fake://never/subscribed")  # nothing to do
+        session.call_tool("publish", {"uri": "fake://text/hello"})
+        session.call_tool("publish", {"uri": "fake://dir/"})
+        _until(lambda: seen == ["fake://text/hello", "fake://dir/"])
+
+
+def test_a_sub_resource_update_reaches_the_subscription_it_lies_under() -> None:
+    seen: list[str] = []
+    with fake("stdio", "legacy") as session:
+        session.subscribe_resource("fake://dir", seen.append)
+        session.call_tool("publish", {"uri": "fake://dir/file.txt"})
+        session.call_tool("publish", {"uri": "fake://directory"})  # a longer name, not under it
+        _until(lambda: seen == ["fake://dir/file.txt"])
+        time.sleep(0.1)
+        assert seen == ["fake://dir/file.txt"]
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_a_raising_callback_is_logged_and_the_session_goes_on(era: str, caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[str] = []
+
+    def broken(uri: str) -> None:
+        calls.append(uri)
+        raise RuntimeError("callback bug")
+
+    with fake("stdio", era) as session:
+        session.subscribe_resource("fake://text/hello", broken)
+        session.call_tool("publish", {"uri": "fake://text/hello"})
+        _until(lambda: len(calls) == 1)
+        session.call_tool("publish", {"uri": "fake://text/hello"})
+        _until(lambda: len(calls) == 2)
+        assert session.call_tool("echo", {"message": "still here"}).content[0]["text"] == "still here"
+    failures = [r for r in caplog.records if getattr(r, "mcp_event", None) == "subscription_callback_failed"]
+    assert failures and failures[0].exc_info is not None
+
+
+def test_subscribing_needs_the_servers_resources_subscribe() -> None:
+    from support import connect_fake
+
+    with connect_fake("--era", "modern") as session, pytest.raises(mcp_sync.NotSupported, match="subscribe"):
+        session.subscribe_resource("fake://text/hello", print)
+    with fake("stdio", "legacy") as session:
+        with pytest.raises(mcp_sync.InvalidOption):
+            session.subscribe_resource("", print)
+        with pytest.raises(mcp_sync.InvalidOption):
+            session.subscribe_resource("fake://x", "not callable")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_flood_on_the_listen_stream_costs_bounded_work(transport: str) -> None:
+    calls: list[str] = []
+    release = threading.Event()
+
+    def slow(uri: str) -> None:
+        calls.append(uri)
+        release.wait(5)
+
+    with fake(transport, "modern", "--listen-flood", "2000", auto_refresh=True) as session:
+        session.subscribe_resource("fake://text/hello", slow)
+        time.sleep(0.5)
+        release.set()
+        assert session.call_tool("echo", {"message": "ok"}).content[0]["text"] == "ok"
+        # 2000 updates of one URI: one call while any is queued (a few, not thousands).
+        assert 1 <= len(calls) < 200
+        assert session.last_refresh_error is None
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_over_long_update_uri_is_dropped(transport: str) -> None:
+    seen: list[str] = []
+    with fake(transport, "modern", "--listen-long-uri") as session:
+        session.subscribe_resource("fake://", seen.append)
+        session.call_tool("publish", {"uri": "fake://text/hello"})
+        time.sleep(0.3)
+        assert not session.closed
+    assert all(len(uri) < 100 for uri in seen)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_dropped_stream_is_opened_again_and_the_catalog_refreshed(transport: str) -> None:
+    with fake(transport, "modern", "--listen-drop", "2", auto_refresh=True) as session:
+        stream = session._core.inbound.stream
+        assert stream is not None
+        _until(lambda: stream.opened >= 3)
+        count = len(session.tools)
+        session.call_tool("publish", {"add": 1, "kind": "tools"})
+        _until(lambda: len(session.tools) == count + 1)
+        assert not session.closed
+
+
+def test_a_server_without_subscriptions_listen_costs_nothing_but_a_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from support import connect_fake
+
+    started = time.monotonic()
+    with connect_fake("--era", "modern", "--features", auto_refresh=True) as session:
+        assert time.monotonic() - started < 5
+        assert session.call_tool("echo", {"message": "ok"}).content[0]["text"] == "ok"
+        session.call_tool("storm", {"add": 1})  # refresh by hand still works
+        assert len(session.refresh_tools()) == len(session.tools)
+    assert any(getattr(r, "mcp_event", None) == "listen_failed" for r in caplog.records)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_stream_closes_with_the_session(transport: str) -> None:
+    with fake(transport, "modern", auto_refresh=True) as session:
+        stream = session._core.inbound.stream
+        assert stream is not None
+    assert not [t.name for t in threading.enumerate() if t.name == "mcp_sync-fake-listen"]

@@ -152,7 +152,9 @@ class ListenHub:
         params = {"uri": uri} if uri is not None else {}
         if not modern:
             with self.lock:
-                subscribed = uri is None or uri in self.subscribed
+                # Any URI that starts with a subscribed one (a client must
+                # tell a sub-resource from a longer name).
+                subscribed = uri is None or any(uri.startswith(each) for each in self.subscribed)
             if subscribed:
                 self.server.send({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})})
             return
