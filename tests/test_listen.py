@@ -301,3 +301,160 @@ def test_the_stream_closes_with_the_session(transport: str) -> None:
         stream = session._core.inbound.stream
         assert stream is not None
     assert not [t.name for t in threading.enumerate() if t.name == "mcp_sync-fake-listen"]
+
+
+# ----------------------------------------------------------------------- instructions
+
+
+@pytest.mark.parametrize(("transport", "era"), ERAS)
+def test_instructions_in_both_eras(transport: str, era: str) -> None:
+    with fake(transport, era, "--instructions", "Call echo first.\nThen add.") as session:
+        assert session.instructions == "Call echo first.\nThen add."
+        assert session.server_info.instructions == session.instructions
+
+
+def test_instructions_are_cut_at_max_tool_document_bytes(caplog: pytest.LogCaptureFixture) -> None:
+    limits = mcp_sync.Limits(max_tool_document_bytes=1000)
+    with fake("stdio", "legacy", "--instructions", "@5000", limits=limits) as session:
+        assert session.instructions is not None
+        assert len(session.instructions.encode()) == 1000
+        assert session.instructions.startswith("Use the tools with care.")
+    assert any(getattr(r, "mcp_event", None) == "instructions_cut" for r in caplog.records)
+
+
+def test_no_instructions_is_none() -> None:
+    with fake("stdio", "modern") as session:
+        assert session.instructions is None
+
+
+def test_instructions_are_logged_redacted(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    secret = "ghp_" + "a" * 36
+    with caplog.at_level(logging.DEBUG, logger="mcp_sync.session"), fake(
+        "stdio", "legacy", "--instructions", f"token {secret} here"
+    ) as session:
+        assert secret in (session.instructions or "")  # the caller gets what was sent
+    logged = [r.getMessage() for r in caplog.records if getattr(r, "mcp_event", None) == "instructions"]
+    assert logged and secret not in logged[0]
+
+
+def test_model_tools_offers_the_instructions_for_a_system_prompt() -> None:
+    from mcp_sync import model_tools
+
+    with fake("stdio", "legacy", "--instructions", "Call echo first.") as session:
+        text = model_tools.instructions(session)
+        assert text.startswith('## Instructions from MCP server "fake"')
+        assert text.endswith("Call echo first.")
+        assert model_tools.instructions([session, session]).count("Call echo first.") == 2
+    with fake("stdio", "legacy") as session:
+        assert model_tools.instructions(session) == ""
+
+
+# ----------------------------------------------------------------------- meta=, custom requests
+
+
+def _sent(log: Any, method: str) -> list[dict[str, Any]]:
+    import json
+
+    frames = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return [frame for frame in frames if frame.get("method") == method]
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_meta_is_merged_and_the_librarys_keys_win(era: str, tmp_path: Any) -> None:
+    log = tmp_path / "frames"
+    trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    with fake("stdio", era, "--log", str(log)) as session:
+        session.call_tool(
+            "echo", {"message": "x"}, meta={"acme.dev/tenant": "t1", "traceparent": "mine"}, traceparent=trace
+        )
+        session.call_tool("echo", {"message": "x"}, meta={"progressToken": "mine"}, on_progress=lambda *a: None)
+        session.read_resource("fake://text/hello", meta={"acme.dev/tenant": "t2"})
+        session.get_prompt("plain", meta={"acme.dev/tenant": "t3", "io.modelcontextprotocol/protocolVersion": "x"})
+    calls = _sent(log, "tools/call")
+    assert calls[0]["params"]["_meta"]["acme.dev/tenant"] == "t1"
+    assert calls[0]["params"]["_meta"]["traceparent"] == trace
+    assert calls[1]["params"]["_meta"]["progressToken"] != "mine"
+    assert _sent(log, "resources/read")[0]["params"]["_meta"]["acme.dev/tenant"] == "t2"
+    prompt_meta = _sent(log, "prompts/get")[0]["params"]["_meta"]
+    assert prompt_meta["acme.dev/tenant"] == "t3"
+    if era == "modern":
+        assert prompt_meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+
+
+def test_meta_is_checked_like_arguments() -> None:
+    with fake("stdio", "legacy") as session:
+        with pytest.raises(mcp_sync.InvalidOption, match="meta"):
+            session.call_tool("echo", {"message": "x"}, meta=["not", "a", "dict"])  # type: ignore[arg-type]
+        with pytest.raises(mcp_sync.ProtocolError):
+            session.read_resource("fake://text/hello", meta={"big": "x" * 2_000_000})
+        assert session.call_tool("echo", {"message": "ok"}).content[0]["text"] == "ok"
+
+
+@pytest.mark.parametrize(("transport", "era"), ERAS)
+def test_a_custom_request_goes_the_eras_way(transport: str, era: str) -> None:
+    with fake(transport, era, "--raw", "acme/stats", '{"calls": 7}') as session:
+        assert session.request("acme/stats", {"window": 5}) == {"calls": 7}
+        with pytest.raises(mcp_sync.RemoteError) as refused:
+            session.request("acme/unknown")
+        assert refused.value.code == -32601
+        assert session.call_tool("echo", {"message": "ok"}).content[0]["text"] == "ok"
+
+
+def test_a_custom_request_carries_the_protocol_meta_in_2026_07_28(tmp_path: Any) -> None:
+    log = tmp_path / "frames"
+    with fake("stdio", "modern", "--raw", "acme/stats", '{"calls": 7}', "--log", str(log)) as session:
+        session.request("acme/stats", {"_meta": {"acme.dev/tenant": "t1"}})
+        session.notify("notifications/acme/hello", {"n": 1})
+    meta = _sent(log, "acme/stats")[0]["params"]["_meta"]
+    assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert meta["acme.dev/tenant"] == "t1"
+    note = _sent(log, "notifications/acme/hello")[0]
+    assert note["params"]["n"] == 1 and "io.modelcontextprotocol/protocolVersion" in note["params"]["_meta"]
+
+
+def test_a_custom_request_has_the_same_deadline_and_bounds() -> None:
+    with fake("stdio", "legacy", "--hang-on", "acme/slow") as session:
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.Timeout, match="timeout_ms=300"):
+            session.request("acme/slow", timeout_ms=300)
+        assert time.monotonic() - started < 3
+        with pytest.raises(mcp_sync.ProtocolError, match="max_outbound_frame_bytes"):
+            session.request("acme/big", {"blob": "x" * 2_000_000})
+        with pytest.raises(mcp_sync.InvalidOption):
+            session.request("acme/x", ["not", "a", "dict"])  # type: ignore[arg-type]
+        assert not session.closed
+
+
+@pytest.mark.parametrize(
+    ("method", "call"),
+    [
+        ("tools/call", "call_tool"),
+        ("resources/subscribe", "subscribe_resource"),
+        ("tools/list", "refresh_tools"),
+        ("subscriptions/listen", "auto_refresh"),
+        ("initialize", "connect"),
+    ],
+)
+def test_a_known_method_is_refused_with_a_pointer(method: str, call: str) -> None:
+    with fake("stdio", "legacy") as session:
+        with pytest.raises(mcp_sync.InvalidOption, match=call) as refused:
+            session.request(method, {})
+        assert isinstance(refused.value, ValueError)
+        with pytest.raises(mcp_sync.InvalidOption, match="roots_changed"):
+            session.notify("notifications/roots/list_changed")
+        with pytest.raises(mcp_sync.InvalidOption, match="notify"):
+            session.request("notifications/acme/x")
+        with pytest.raises(mcp_sync.InvalidOption, match="request"):
+            session.notify("acme/x")
+
+
+def test_notify_in_the_handshake_era_and_over_2026_07_28_http(tmp_path: Any) -> None:
+    log = tmp_path / "frames"
+    with fake("stdio", "legacy", "--log", str(log)) as session:
+        session.notify("notifications/acme/hello", {"n": 1})
+        session.ping()
+    assert _sent(log, "notifications/acme/hello")[0]["params"] == {"n": 1}
+    with fake("http", "modern") as session, pytest.raises(mcp_sync.NotSupported, match="Streamable HTTP"):
+        session.notify("notifications/acme/hello")

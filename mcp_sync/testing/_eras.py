@@ -39,6 +39,7 @@ import threading
 from typing import Any
 
 from ._host import Host
+from ._listen import instructions
 
 __all__ = ["INPUT_TOOLS", "REQUEST_STATE", "TASKS_EXTENSION", "EraGate", "add_options", "declares_tasks"]
 
@@ -156,6 +157,7 @@ class EraGate:
                 "_meta": {META_SERVER_INFO: SERVER_INFO},
                 "ttlMs": 0,
                 "cacheScope": "private",
+                **instructions(server.opt),
             })
             return True
         if method in ("ping", "tasks/result", "tasks/list"):

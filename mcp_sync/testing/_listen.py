@@ -27,7 +27,7 @@ from typing import Any
 
 from ._host import Host
 
-__all__ = ["LISTEN_TOOLS", "ListenHub", "add_options"]
+__all__ = ["LISTEN_TOOLS", "ListenHub", "add_options", "instructions"]
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 _LIST_KEYS = {"tools": "toolsListChanged", "resources": "resourcesListChanged", "prompts": "promptsListChanged"}
@@ -47,6 +47,19 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="after each acknowledgment, an update of a 100 000-character URI")
     parser.add_argument("--listen-drop", type=int, default=0, metavar="N",
                         help="end the first N listen streams right after their acknowledgment")
+    parser.add_argument("--instructions", metavar="TEXT",
+                        help="the server's instructions (in initialize and server/discover); "
+                             "@N: N bytes of them")
+
+
+def instructions(options: argparse.Namespace) -> dict[str, Any]:
+    """The ``instructions`` field of an opening result, if ``--instructions`` asks for one."""
+    text = options.instructions
+    if text is None:
+        return {}
+    if text.startswith("@") and text[1:].isdigit():
+        text = ("Use the tools with care. " * (int(text[1:]) // 25 + 1))[: int(text[1:])]
+    return {"instructions": text}
 
 
 class _Stream:

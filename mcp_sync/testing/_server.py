@@ -23,6 +23,7 @@ from ._eras import add_options as add_era_options
 from ._features import FEATURE_CAPABILITIES, FEATURE_TOOLS, Features
 from ._listen import LISTEN_TOOLS, ListenHub
 from ._listen import add_options as add_listen_options
+from ._listen import instructions
 
 __all__ = ["DEFAULT_TOOLS", "FakeServer", "parse_args", "spawn_grandchild"]
 
@@ -189,6 +190,7 @@ class FakeServer:
                 "protocolVersion": version,
                 "capabilities": capabilities,
                 "serverInfo": {"name": "mcp-sync-fake", "version": "1.0"},
+                **instructions(self.opt),
             },
         )
 
