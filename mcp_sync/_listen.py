@@ -471,8 +471,9 @@ def subscribe_resource(core: EraCore, uri: str, on_update: OnUpdate, timeout_ms:
     except McpError as exc:
         updates.remove(uri)
         if isinstance(exc, Timeout):
-            raise Timeout(f"subscribing to {uri[:200]!a} on server {core.server!r} missed its deadline "
-                          f"({option}={timeout_ms})") from None
+            raise Timeout(
+                f"subscribing to {uri[:200]!a} on server {core.server!r} missed its deadline ({option}={timeout_ms})"
+            ) from None
         raise
     except BaseException:
         updates.remove(uri)

@@ -133,7 +133,8 @@ def _subscribe_and_toggle(session: mcp_sync.Session) -> None:
 
 
 def test_server_everything_resource_updates_over_stdio(everything_stdio_cmd: list[str]) -> None:
-    with mcp_sync.connect(server="everything", command=everything_stdio_cmd[0], args=everything_stdio_cmd[1:]) as session:
+    command, *args = everything_stdio_cmd
+    with mcp_sync.connect(server="everything", command=command, args=args) as session:
         assert session.era == "legacy"
         _subscribe_and_toggle(session)
 
@@ -331,9 +332,10 @@ def test_instructions_are_logged_redacted(caplog: pytest.LogCaptureFixture) -> N
     import logging
 
     secret = "ghp_" + "a" * 36
-    with caplog.at_level(logging.DEBUG, logger="mcp_sync.session"), fake(
-        "stdio", "legacy", "--instructions", f"token {secret} here"
-    ) as session:
+    with (
+        caplog.at_level(logging.DEBUG, logger="mcp_sync.session"),
+        fake("stdio", "legacy", "--instructions", f"token {secret} here") as session,
+    ):
         assert secret in (session.instructions or "")  # the caller gets what was sent
     logged = [r.getMessage() for r in caplog.records if getattr(r, "mcp_event", None) == "instructions"]
     assert logged and secret not in logged[0]

@@ -39,17 +39,33 @@ LISTEN_TOOLS: list[dict[str, Any]] = [
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--listen", action="store_true",
-                        help="serve subscriptions/listen and resources/subscribe; list the publish tool")
-    parser.add_argument("--listen-flood", type=int, default=0, metavar="N",
-                        help="after each acknowledgment, N changes of each kind and N updates of each URI")
-    parser.add_argument("--listen-long-uri", action="store_true",
-                        help="after each acknowledgment, an update of a 100 000-character URI")
-    parser.add_argument("--listen-drop", type=int, default=0, metavar="N",
-                        help="end the first N listen streams right after their acknowledgment")
-    parser.add_argument("--instructions", metavar="TEXT",
-                        help="the server's instructions (in initialize and server/discover); "
-                             "@N: N bytes of them")
+    parser.add_argument(
+        "--listen",
+        action="store_true",
+        help="serve subscriptions/listen and resources/subscribe; list the publish tool",
+    )
+    parser.add_argument(
+        "--listen-flood",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after each acknowledgment, N changes of each kind and N updates of each URI",
+    )
+    parser.add_argument(
+        "--listen-long-uri", action="store_true", help="after each acknowledgment, an update of a 100 000-character URI"
+    )
+    parser.add_argument(
+        "--listen-drop",
+        type=int,
+        default=0,
+        metavar="N",
+        help="end the first N listen streams right after their acknowledgment",
+    )
+    parser.add_argument(
+        "--instructions",
+        metavar="TEXT",
+        help="the server's instructions (in initialize and server/discover); @N: N bytes of them",
+    )
 
 
 def instructions(options: argparse.Namespace) -> dict[str, Any]:

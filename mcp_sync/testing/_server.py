@@ -21,9 +21,8 @@ from typing import Any, BinaryIO
 from ._eras import INPUT_TOOLS, EraGate
 from ._eras import add_options as add_era_options
 from ._features import FEATURE_CAPABILITIES, FEATURE_TOOLS, Features
-from ._listen import LISTEN_TOOLS, ListenHub
+from ._listen import LISTEN_TOOLS, ListenHub, instructions
 from ._listen import add_options as add_listen_options
-from ._listen import instructions
 
 __all__ = ["DEFAULT_TOOLS", "FakeServer", "parse_args", "spawn_grandchild"]
 

@@ -12,6 +12,7 @@ bus and, in the handshake era, send the notification on the session.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import uvicorn
@@ -29,20 +30,16 @@ async def grow(name: str, ctx: Context) -> str:
 
     server.add_tool(grown, name=name, description=f"Added at run time ({name}).")
     await ctx.notify_tools_changed()
-    try:
-        await ctx.session.send_tool_list_changed()  # the handshake era's notification
-    except Exception:  # noqa: BLE001 - no handshake-era session in 2026-07-28
-        pass
+    with contextlib.suppress(Exception):  # the handshake era's notification
+        await ctx.session.send_tool_list_changed()
     return f"added {name}"
 
 
 @server.tool(description="Announce an update of the resource `uri`.")
 async def touch(uri: str, ctx: Context) -> str:
     await ctx.notify_resource_updated(uri)
-    try:
+    with contextlib.suppress(Exception):
         await ctx.session.send_resource_updated(uri)
-    except Exception:  # noqa: BLE001
-        pass
     return f"touched {uri}"
 
 
