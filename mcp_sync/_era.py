@@ -18,7 +18,6 @@ are what they use of its inbound side and of a call's progress route.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
     from ._catalog import Tool
     from ._errors import McpError
     from ._limits import Limits
-    from ._listen import ListenStream, ResourceUpdates
     from ._transports._base import Transport
 
 __all__ = [
@@ -46,8 +44,8 @@ __all__ = [
     "EraCore",
     "EraInbound",
     "Jobs",
+    "ListenHooks",
     "Route",
-    "bounded_instructions",
     "check_capabilities",
     "server_info",
 ]
@@ -90,39 +88,28 @@ def server_info(value: object, instructions: str | None = None) -> ServerInfo:
     )
 
 
-_session_log = logging.getLogger("mcp_sync.session")
-
-
-def bounded_instructions(core: EraCore, value: object) -> str | None:
-    """The ``instructions`` of an opening result: a string (anything else is
-    ignored) of at most ``max_tool_document_bytes`` UTF-8 bytes, cut at a
-    character boundary past it (a warning says so). Logged only redacted."""
-    if not isinstance(value, str) or not value:
-        return None
-    limit = core.limits.max_tool_document_bytes
-    encoded = value.encode("utf-8", "surrogatepass")
-    if len(encoded) > limit:
-        value = encoded[:limit].decode("utf-8", "ignore")
-        _session_log.warning(
-            "server %r sent %d bytes of instructions; kept the first %d (max_tool_document_bytes)",
-            core.server, len(encoded), limit,
-            extra={"mcp_event": "instructions_cut", "mcp_server": core.server},
-        )  # fmt: skip
-    if _session_log.isEnabledFor(logging.DEBUG):
-        from ._redact import redact
-
-        _session_log.debug(
-            "server %r sent instructions: %s", core.server, redact(value[:200]),
-            extra={"mcp_event": "instructions", "mcp_server": core.server},
-        )  # fmt: skip
-    return value
-
-
 class Jobs(Protocol):
     """A pool of library threads (``_workers.Workers``) that runs jobs nobody waits for."""
 
     def submit(self, job: Callable[[], None], timeout: float = 0.0) -> bool:
         """Queue ``job``, waiting at most ``timeout`` s for room; False: not queued."""
+
+
+class UpdatesHooks(Protocol):
+    """The session's resource subscriptions (``._listen.ResourceUpdates``) as the eras see them."""
+
+    def uris(self) -> tuple[str, ...]:
+        """The URIs subscribed to."""
+
+
+class ListenHooks(Protocol):
+    """The 2026-07-28 listen stream (``._listen.ListenStream``) as the eras see it."""
+
+    def change(self, timeout: float) -> None:
+        """The filter changed: return once a stream carrying it is acknowledged."""
+
+    def honored(self) -> Mapping[str, Any]:
+        """The filter the server acknowledged for the current stream."""
 
 
 class EraInbound(InboundHooks, Protocol):
@@ -141,16 +128,15 @@ class EraInbound(InboundHooks, Protocol):
     auto_refresh: bool
     """Whether the session refreshes its catalog when the server says it changed."""
 
-    updates: ResourceUpdates | None
-    """The resource subscriptions, once there has been one (``._listen``)."""
+    @property
+    def updates(self) -> UpdatesHooks | None:
+        """The resource subscriptions, once there has been one (``._listen``)."""
 
-    stream: ListenStream | None
-    """The 2026-07-28 listen stream, once started (``._listen``)."""
+    @property
+    def stream(self) -> ListenHooks | None:
+        """The 2026-07-28 listen stream, once started (``._listen``)."""
 
-    def resource_updates(self) -> ResourceUpdates:
-        """The resource subscriptions (made on first use)."""
-
-    def listen_stream(self, lists: tuple[str, ...]) -> ListenStream:
+    def listen_stream(self, lists: tuple[str, ...]) -> ListenHooks:
         """The 2026-07-28 listen stream (started on first use)."""
 
     def notification(self, method: str, params: object) -> None:

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._catalog import ServerInfo, Tool
-from ._era import COMPLETE, TASK, EraCore, bounded_instructions, check_capabilities, server_info
+from ._catalog import ServerInfo, Tool, bounded_instructions
+from ._era import COMPLETE, TASK, EraCore, check_capabilities, server_info
 from ._errors import ProtocolError
 from ._limits import request_budget, seconds
 from ._tasks import TTL_SLACK_MS, check_task_option, poll_task, server_cancels
@@ -83,7 +83,8 @@ class LegacyEra:
         if not isinstance(version, str) or version not in HANDSHAKE_PROTOCOL_VERSIONS:
             raise ProtocolError(f"{where} answered initialize with an unsupported protocolVersion")
         check_capabilities(result.get("capabilities"), where, "initialize")
-        info = server_info(result.get("serverInfo"), bounded_instructions(core, result.get("instructions")))
+        instructions = bounded_instructions(core.server, core.limits, result.get("instructions"))
+        info = server_info(result.get("serverInfo"), instructions)
         # The server chose the version: the HTTP transport sends it from now on.
         self._version = version
         core.adopt(self, result["capabilities"])

@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ._errors import ConnectionClosed, InvalidOption, McpError, NotSupported, RemoteError, Timeout
 from ._limits import seconds
@@ -447,6 +447,15 @@ class ListenStream:
 # ---------------------------------------------------------------------- the session's methods
 
 
+class _Subscriber(Protocol):
+    """What the session's methods use of its inbound side (``._inbound.Inbound``)."""
+
+    @property
+    def updates(self) -> ResourceUpdates | None: ...
+
+    def resource_updates(self) -> ResourceUpdates: ...
+
+
 def subscribe_resource(core: EraCore, uri: str, on_update: OnUpdate, timeout_ms: int | None) -> None:
     """``Session.subscribe_resource``: keep ``on_update`` for ``uri`` and tell
     the server, the era's way; on failure nothing is kept."""
@@ -463,7 +472,7 @@ def subscribe_resource(core: EraCore, uri: str, on_update: OnUpdate, timeout_ms:
         raise InvalidOption("on_update must be a callable taking the updated resource's URI")
     timeout_ms, option = request_budget(core.limits, timeout_ms)
     deadline = time.monotonic() + seconds(timeout_ms)
-    updates = core.inbound.resource_updates()
+    updates = cast("_Subscriber", core.inbound).resource_updates()
     if not updates.add(uri, on_update):
         return  # already subscribed: the new callback replaces the old one
     try:
@@ -486,7 +495,7 @@ def unsubscribe_resource(core: EraCore, uri: str, timeout_ms: int | None) -> Non
     from ._limits import request_budget
 
     uri = check_uri(uri)
-    updates = core.inbound.updates
+    updates = cast("_Subscriber", core.inbound).updates
     if updates is None or not updates.remove(uri):
         return
     terminal = core.terminal

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._catalog import ServerInfo, Tool
+from ._catalog import ServerInfo, Tool, bounded_instructions
 from ._era import (
     COMPLETE,
     INPUT_REQUIRED,
@@ -34,7 +34,6 @@ from ._era import (
     TASK,
     TASKS_EXTENSION,
     EraCore,
-    bounded_instructions,
     check_capabilities,
     server_info,
 )
@@ -196,7 +195,7 @@ class ModernEra:
         stamp = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
         info = server_info(
             stamp if isinstance(stamp, dict) else result.get("serverInfo"),
-            bounded_instructions(core, result.get("instructions")),
+            bounded_instructions(core.server, core.limits, result.get("instructions")),
         )
         if mutual != self._version:
             self._use(mutual)
