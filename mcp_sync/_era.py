@@ -108,8 +108,8 @@ class ListenHooks(Protocol):
     def change(self, timeout: float) -> None:
         """The filter changed: return once a stream carrying it is acknowledged."""
 
-    def honored(self) -> Mapping[str, Any]:
-        """The filter the server acknowledged for the current stream."""
+    def subscribed(self, uri: str) -> bool:
+        """Whether the filter the server acknowledged carries ``uri``."""
 
 
 class EraInbound(InboundHooks, Protocol):

@@ -62,6 +62,13 @@ MAX_PENDING_UPDATES = 256
 LISTEN_LIFETIME = 300.0
 """Seconds a listen stream is kept before a new one replaces it (a bound on
 how long one HTTP response is held open, like the GET stream's)."""
+RENEW_AT = 0.9
+"""A stream is replaced once this share of its lifetime has passed (the
+request itself is bounded by the whole lifetime, so the two overlap)."""
+HEALTHY = 5.0
+"""A stream that lived less than this many seconds before it dropped counts
+as a failure: the next one waits (backing off), so a server that drops every
+stream at once cannot make the session spin."""
 ACK_TIMEOUT_FLOOR = 1.0
 """At least this many seconds for a new stream's acknowledgment."""
 MAX_BACKOFF = 30.0
@@ -184,7 +191,10 @@ class _Stream:
     def __init__(self, owner: ListenStream, generation: int, lifetime: float) -> None:
         self._owner = owner
         self.generation = generation
-        self.deadline = time.monotonic() + lifetime
+        now = time.monotonic()
+        self.opened_at = now
+        self.deadline = now + lifetime
+        self.renew_at = now + lifetime * RENEW_AT
         self.request_id: int | None = None
         self.acked = False
         self.honored: Mapping[str, Any] = {}
@@ -226,6 +236,7 @@ class ListenStream:
         self._current: _Stream | None = None
         self._opening: _Stream | None = None
         self._closed = False
+        self._refused: McpError | None = None  # the server does not serve subscriptions/listen
         self.opened = 0
         """Streams opened so far (a hint for tests and logs)."""
         self._thread = threading.Thread(target=self._run, name=f"mcp_sync-{core.server}-listen", daemon=True)
@@ -248,7 +259,7 @@ class ListenStream:
                     raise failure[1]._copy()
                 terminal = self._core.terminal
                 if terminal is not None or self._closed:
-                    raise (terminal or ConnectionClosed("the session has ended"))._copy()
+                    raise (terminal or self._refused or ConnectionClosed("the session has ended"))._copy()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise Timeout(f"subscriptions/listen of server {self._core.server!r} was not acknowledged in time")
@@ -258,6 +269,11 @@ class ListenStream:
         with self._cond:
             current = self._current
             return current.honored if current is not None else {}
+
+    def subscribed(self, uri: str) -> bool:
+        """Whether the acknowledged filter carries ``uri``."""
+        uris = self.honored().get("resourceSubscriptions")
+        return isinstance(uris, (list, tuple)) and uri in uris
 
     # ------------------------------------------------------------ the reader's side
 
@@ -314,11 +330,13 @@ class ListenStream:
                 work = self._next()
                 if work is None:
                     return
-                generation, current, dropped = work
+                generation, current, dropped, healthy = work
+                if not healthy:
+                    backoff = min(MAX_BACKOFF, max(0.05, backoff * 2))
                 if backoff and self._core.ended.wait(backoff):
                     return
                 if self._open(generation, current, resumed=dropped):
-                    backoff = 0.0
+                    backoff = backoff if not healthy else 0.0
                 else:
                     backoff = min(MAX_BACKOFF, max(0.05, backoff * 2))
         finally:
@@ -329,29 +347,30 @@ class ListenStream:
                 if stream is not None and not stream.ended and stream.request_id is not None:
                     self._core.cancel_request(stream.request_id)
 
-    def _next(self) -> tuple[int, _Stream | None, bool] | None:
+    def _next(self) -> tuple[int, _Stream | None, bool, bool] | None:
         """Wait for work: a stream to open (none yet, the last one ended, the
-        filter changed, the lifetime is up). ``None``: stop. Else the
-        generation to serve, the stream to replace, and whether the last
-        one dropped."""
+        filter changed, the lifetime is nearly up). ``None``: stop. Else the
+        generation to serve, the stream to replace, whether the last one
+        dropped, and whether it lived long enough to count as healthy."""
         with self._cond:
             while not self._stopped():
                 current = self._current
                 if current is None or current.ended or self._served < self._generation:
                     break
-                remaining = current.deadline - time.monotonic()
+                remaining = current.renew_at - time.monotonic()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
             if self._stopped():
                 return None
             current = self._current
-            dropped = False
+            dropped, healthy = False, True
             if current is not None and current.ended:
                 if self._dropped(current) is None:
                     return None
+                healthy = time.monotonic() - current.opened_at >= HEALTHY
                 self._current, current, dropped = None, None, True
-            return self._generation, current, dropped
+            return self._generation, current, dropped, healthy
 
     def _dropped(self, stream: _Stream) -> bool | None:
         """A stream ended (holding the lock). True: open it again; None: stop
@@ -362,9 +381,8 @@ class ListenStream:
                 "server %r does not serve subscriptions/listen: no list changes will arrive", self._core.server,
                 extra={"mcp_event": "listen_refused", "mcp_server": self._core.server},
             )  # fmt: skip
-            self._failure = (self._generation, NotSupported(
-                f"server {self._core.server!r} does not serve subscriptions/listen"
-            ))  # fmt: skip
+            self._refused = NotSupported(f"server {self._core.server!r} does not serve subscriptions/listen")
+            self._failure = (self._generation, self._refused)
             self._cond.notify_all()
             return None
         _log.info(
@@ -406,7 +424,9 @@ class ListenStream:
                 )
                 if isinstance(error, RemoteError) and error.code == -32601:
                     # Not served at all: stop trying.
-                    error = NotSupported(f"server {core.server!r} does not serve subscriptions/listen")
+                    error = self._refused = NotSupported(
+                        f"server {core.server!r} does not serve subscriptions/listen"
+                    )
                     self._closed = True
             else:
                 self._opening = None

@@ -232,7 +232,7 @@ class ModernEra:
         replaces the old one; returns once the server acknowledged it."""
         stream = core.inbound.listen_stream(())
         stream.change(max(0.0, deadline - time.monotonic()))
-        if uri not in (stream.honored().get("resourceSubscriptions") or ()):
+        if not stream.subscribed(uri):
             raise NotSupported(f"server {core.server!r} did not honor the subscription to {uri[:200]!a}")
 
     def unsubscribe(self, core: EraCore, uri: str, deadline: float) -> None:

@@ -460,3 +460,30 @@ def test_notify_in_the_handshake_era_and_over_2026_07_28_http(tmp_path: Any) -> 
     assert _sent(log, "notifications/acme/hello")[0]["params"] == {"n": 1}
     with fake("http", "modern") as session, pytest.raises(mcp_sync.NotSupported, match="Streamable HTTP"):
         session.notify("notifications/acme/hello")
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_server_that_drops_every_stream_cannot_make_the_session_spin(transport: str) -> None:
+    with fake(transport, "modern", "--listen-drop", "100000", auto_refresh=True) as session:
+        stream = session._core.inbound.stream
+        assert stream is not None
+        time.sleep(1.5)
+        # Backing off from 50 ms, doubling: a handful of streams, not hundreds.
+        assert stream.opened <= 10
+        assert session.call_tool("echo", {"message": "ok"}).content[0]["text"] == "ok"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_stream_is_replaced_before_its_lifetime_is_up(transport: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_sync import _listen
+
+    monkeypatch.setattr(_listen, "LISTEN_LIFETIME", 0.4)
+    with fake(transport, "modern", auto_refresh=True) as session:
+        stream = session._core.inbound.stream
+        assert stream is not None
+        _until(lambda: stream.opened >= 4)
+        # The replaced streams were closed: at most the current one and the one opening wait.
+        assert len(session._core._pending) <= 2
+        count = len(session.tools)
+        session.call_tool("publish", {"add": 1, "kind": "tools"})
+        _until(lambda: len(session.tools) == count + 1)
