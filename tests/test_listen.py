@@ -487,3 +487,25 @@ def test_a_stream_is_replaced_before_its_lifetime_is_up(transport: str, monkeypa
         count = len(session.tools)
         session.call_tool("publish", {"add": 1, "kind": "tools"})
         _until(lambda: len(session.tools) == count + 1)
+
+
+def test_model_tools_reads_the_instructions_of_a_servers_set() -> None:
+    from support import server_command
+
+    from mcp_sync import model_tools
+    from mcp_sync.config import ConnectOptions
+
+    command, *args = server_command("--instructions", "Ask me first.")
+    plain, *plain_args = server_command()
+    servers = mcp_sync.Servers([
+        ConnectOptions(server="a", command=command, args=args),
+        ConnectOptions(server="b", command=plain, args=plain_args),
+    ])  # fmt: skip
+    try:
+        text = model_tools.instructions(servers)
+    finally:
+        servers.close()
+    assert text.startswith('## Instructions from MCP server "a"') and text.endswith("Ask me first.")
+    assert '"b"' not in text
+    with pytest.raises(TypeError):
+        model_tools.instructions(42)
