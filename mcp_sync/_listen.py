@@ -355,8 +355,11 @@ class ListenStream:
         with self._cond:
             while not self._stopped():
                 current = self._current
-                if current is None or current.ended or self._served < self._generation:
+                if self._served < self._generation or (current is not None and current.ended):
                     break
+                if current is None:  # nothing to listen to
+                    self._cond.wait()
+                    continue
                 remaining = current.renew_at - time.monotonic()
                 if remaining <= 0:
                     break
@@ -396,8 +399,18 @@ class ListenStream:
         """Open a stream carrying ``generation``'s filter, wait for its
         acknowledgment, then close ``old``. False (and ``old`` kept) if it failed."""
         core = self._core
+        wanted = self._filter()
+        if not wanted:
+            # Nothing left to listen to (the last subscription went): no stream.
+            with self._cond:
+                self._current = None
+                self._served = max(self._served, generation)
+                self._cond.notify_all()
+            if old is not None and not old.ended and old.request_id is not None:
+                core.cancel_request(old.request_id)
+            return True
         stream = _Stream(self, generation, self.lifetime)
-        params = {"notifications": self._filter()}
+        params = {"notifications": wanted}
         limits = core.limits
         ack_timeout = max(ACK_TIMEOUT_FLOOR, seconds(limits.handshake_timeout_ms))
         with self._cond:

@@ -509,3 +509,16 @@ def test_model_tools_reads_the_instructions_of_a_servers_set() -> None:
     assert '"b"' not in text
     with pytest.raises(TypeError):
         model_tools.instructions(42)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_last_unsubscription_closes_the_stream(transport: str) -> None:
+    with fake(transport, "modern") as session:
+        session.subscribe_resource("fake://text/hello", print)
+        assert len(session._core._pending) == 1  # the listen stream
+        session.unsubscribe_resource("fake://text/hello")
+        assert len(session._core._pending) == 0
+        seen: list[str] = []
+        session.subscribe_resource("fake://text/hello", seen.append)  # and a new one opens
+        session.call_tool("publish", {"uri": "fake://text/hello"})
+        _until(lambda: seen == ["fake://text/hello"])
