@@ -283,10 +283,12 @@ class ListenStream:
             return
         meta = params.get("_meta")
         stream_id = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        if type(stream_id) is not int:
+            return  # our request ids are integers (and True is not 1 here)
         honored = params.get("notifications")
         with self._cond:
             for stream in (self._opening, self._current):
-                if stream is not None and stream.request_id is not None and stream.request_id == stream_id:
+                if stream is not None and stream.request_id == stream_id:
                     stream.acked = True
                     stream.honored = honored if isinstance(honored, dict) else {}
                     self._cond.notify_all()
