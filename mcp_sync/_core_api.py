@@ -153,5 +153,5 @@ class Core(Protocol):
         rules of the catalog); each page within ``timeout`` s, the whole walk
         by ``deadline`` when given. ``budget`` names the option for messages."""
 
-    def notify(self, method: str, timeout: float) -> None:
-        """Send a notification without params, waiting at most ``timeout`` s for room."""
+    def notify(self, method: str, timeout: float, params: dict[str, Any] | None = None) -> None:
+        """Send a notification (without params unless given), waiting at most ``timeout`` s for room."""

@@ -45,6 +45,7 @@ __all__ = [
     "EraCore",
     "EraInbound",
     "Jobs",
+    "ListenHooks",
     "Route",
     "check_capabilities",
     "server_info",
@@ -81,15 +82,17 @@ def check_capabilities(capabilities: object, where: str, method: str) -> None:
             raise ProtocolError(f"{where} does not offer the tools capability")
 
 
-def server_info(value: object) -> ServerInfo:
-    """The server's name and version, as far as it disclosed them (untrusted text)."""
+def server_info(value: object, instructions: str | None = None) -> ServerInfo:
+    """The server's name and version, as far as it disclosed them (untrusted
+    text), and its ``instructions`` (already bounded: :func:`bounded_instructions`)."""
     if not isinstance(value, dict):
-        return ServerInfo(name="", version="")
+        return ServerInfo(name="", version="", instructions=instructions)
     name, version, title = value.get("name"), value.get("version"), value.get("title")
     return ServerInfo(
         name=name if isinstance(name, str) else "",
         version=version if isinstance(version, str) else "",
         title=title if isinstance(title, str) else None,
+        instructions=instructions,
     )
 
 
@@ -98,6 +101,23 @@ class Jobs(Protocol):
 
     def submit(self, job: Callable[[], None], timeout: float = 0.0) -> bool:
         """Queue ``job``, waiting at most ``timeout`` s for room; False: not queued."""
+
+
+class UpdatesHooks(Protocol):
+    """The session's resource subscriptions (``._listen.ResourceUpdates``) as the eras see them."""
+
+    def uris(self) -> tuple[str, ...]:
+        """The URIs subscribed to."""
+
+
+class ListenHooks(Protocol):
+    """The 2026-07-28 listen stream (``._listen.ListenStream``) as the eras see it."""
+
+    def change(self, timeout: float) -> None:
+        """The filter changed: return once a stream carrying it is acknowledged."""
+
+    def subscribed(self, uri: str) -> bool:
+        """Whether the filter the server acknowledged carries ``uri``."""
 
 
 class EraInbound(InboundHooks, Protocol):
@@ -112,6 +132,23 @@ class EraInbound(InboundHooks, Protocol):
     @property
     def background(self) -> Jobs:
         """The thread for best-effort requests nobody waits for (a modern ``tasks/cancel``)."""
+
+    auto_refresh: bool
+    """Whether the session refreshes its catalog when the server says it changed."""
+
+    @property
+    def updates(self) -> UpdatesHooks | None:
+        """The resource subscriptions, once there has been one (``._listen``)."""
+
+    @property
+    def stream(self) -> ListenHooks | None:
+        """The 2026-07-28 listen stream, once started (``._listen``)."""
+
+    def listen_stream(self, lists: tuple[str, ...]) -> ListenHooks:
+        """The 2026-07-28 listen stream (started on first use)."""
+
+    def notification(self, method: str, params: object) -> None:
+        """One notification, as if the server had sent it."""
 
 
 class Route(Watch, Protocol):
@@ -164,7 +201,10 @@ class EraCore(Core, Protocol):
         headers: Mapping[str, str] | None = None,
     ) -> Any: ...
 
-    def notify(self, method: str, timeout: float) -> None: ...
+    def notify(self, method: str, timeout: float, params: dict[str, Any] | None = None) -> None: ...
+
+    def cancel_request(self, request_id: int) -> None:
+        """Stop waiting for a request sent earlier and tell the server (best effort)."""
 
     def send_and_forget(self, method: str, params: dict[str, Any]) -> None: ...
 
@@ -260,6 +300,18 @@ class Era(Protocol):
 
     def set_log_level(self, core: EraCore, level: str, timeout_ms: int | None) -> None:
         """Ask for server log messages of ``level`` and above."""
+
+    def notification_meta(self) -> dict[str, Any] | None:
+        """The ``_meta`` a client notification carries in this era (``None``:
+        none); raises :class:`NotSupported` where the era sends none at all."""
+
+    def subscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        """Tell the server the session now listens to updates of ``uri``
+        (already in ``core.inbound.updates``), by ``deadline``."""
+
+    def unsubscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        """Tell the server the session no longer listens to ``uri`` (already
+        removed from ``core.inbound.updates``), by ``deadline``."""
 
     # ------------------------------------------------------------ tasks
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._catalog import ServerInfo, Tool
+from ._catalog import ServerInfo, Tool, bounded_instructions
 from ._era import COMPLETE, TASK, EraCore, check_capabilities, server_info
 from ._errors import ProtocolError
 from ._limits import request_budget, seconds
@@ -97,7 +97,8 @@ class LegacyEra:
         if not isinstance(version, str) or version not in HANDSHAKE_PROTOCOL_VERSIONS:
             raise ProtocolError(f"{where} answered initialize with an unsupported protocolVersion")
         check_capabilities(result.get("capabilities"), where, "initialize")
-        info = server_info(result.get("serverInfo"))
+        instructions = bounded_instructions(core.server, core.limits, result.get("instructions"))
+        info = server_info(result.get("serverInfo"), instructions)
         # The server chose the version: the HTTP transport sends it from now on.
         self._version = version
         core.adopt(self, result["capabilities"])
@@ -201,6 +202,27 @@ class LegacyEra:
             {"level": level},
             seconds(timeout_ms),
             lambda: f"logging/setLevel on server {server!r} ({option}={timeout_ms})",
+        )
+
+    def notification_meta(self) -> dict[str, Any] | None:
+        return None  # plain JSON-RPC
+
+    def subscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        """``resources/subscribe``; over HTTP the updates come on the GET
+        stream, opened first (the session now serves what the server sends unasked)."""
+        self.listen(core)
+        self._subscription(core, "resources/subscribe", uri, deadline)
+
+    def unsubscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        self._subscription(core, "resources/unsubscribe", uri, deadline)
+
+    def _subscription(self, core: EraCore, method: str, uri: str, deadline: float) -> None:
+        server = core.server
+        core.request(
+            method,
+            {"uri": uri},
+            max(0.0, deadline - time.monotonic()),
+            lambda: f"{method} of {uri[:200]!a} on server {server!r}",
         )
 
     # ------------------------------------------------------------ tasks

@@ -422,8 +422,17 @@ class _Core:
                 f"which {what} needs"
             )
 
-    def notify(self, method: str, timeout: float) -> None:
-        frame = encode({"jsonrpc": "2.0", "method": method}, self.limits.max_outbound_frame_bytes)
+    def cancel_request(self, request_id: int) -> None:
+        """Stop waiting for a request sent earlier (a replaced listen stream)
+        and tell the server, best effort: over 2026-07-28 HTTP that closes
+        its reply stream."""
+        self._abandon(request_id, True)
+
+    def notify(self, method: str, timeout: float, params: dict[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        frame = encode(message, self.limits.max_outbound_frame_bytes)
         transport = self.transport
         assert transport is not None
         if self._terminal is not None:
@@ -591,6 +600,7 @@ class _Core:
         progress_extends_deadline: bool = False,
         max_timeout_ms: int | None = None,
         task: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult:
         terminal = self._terminal
         if terminal is not None:
@@ -602,13 +612,17 @@ class _Core:
         timeout_ms, option = request_budget(self.limits, timeout_ms)
         args: Any = {} if arguments is None else arguments
         check_arguments(args, self.limits.max_outbound_frame_bytes)
-        meta: dict[str, Any] = {}
+        sent: dict[str, Any] = {}
+        if meta is not None:  # the caller's keys; the library's (below, and the era's) win
+            from ._extend import check_meta
+
+            sent = check_meta(meta, self.limits.max_outbound_frame_bytes)
         if traceparent is not None:  # W3C trace context, in the request's _meta
-            meta["traceparent"] = _log.check_traceparent(traceparent)
+            sent["traceparent"] = _log.check_traceparent(traceparent)
         outcome = call_tool(
             self, tool, args, timeout_ms, option,
             routes=self.inbound.progress,
-            meta=meta,
+            meta=sent,
             on_progress=on_progress,
             extends=progress_extends_deadline,
             max_timeout_ms=max_timeout_ms,

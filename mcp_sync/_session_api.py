@@ -13,7 +13,7 @@ be garbage-collected and its finalizer can close the core.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _handlers, _health, _log, _refresh, _resources, _serverlog, _submit
@@ -135,6 +135,7 @@ class Session:
         progress_extends_deadline: bool = False,
         max_timeout_ms: int | None = None,
         task: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
         result_type: None = None,
     ) -> CallToolResult: ...
 
@@ -150,6 +151,7 @@ class Session:
         progress_extends_deadline: bool = False,
         max_timeout_ms: int | None = None,
         task: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
         result_type: type[_T],
     ) -> _T: ...
 
@@ -164,6 +166,7 @@ class Session:
         progress_extends_deadline: bool = False,
         max_timeout_ms: int | None = None,
         task: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
         result_type: type[Any] | None = None,
     ) -> Any:
         """Call one tool and block for its result.
@@ -191,6 +194,10 @@ class Session:
         ``InvalidResponse``) names the first field that does not fit, and is
         raised too for a result with ``is_error`` or without structured
         content. ``tool(name).output_model()`` builds such a model.
+
+        ``meta`` adds keys to the request's ``_meta`` (an extension's, say):
+        the library's own keys (``traceparent``, ``progressToken``, and in
+        2026-07-28 the ``io.modelcontextprotocol/*`` protocol keys) win.
         """
         if result_type is not None:
             from ._typed import adapter_for, validate_result
@@ -199,6 +206,7 @@ class Session:
             plain = self.call_tool(
                 name, arguments, timeout_ms=timeout_ms, traceparent=traceparent, on_progress=on_progress,
                 progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms, task=task,
+                meta=meta,
             )  # fmt: skip
             return validate_result(plain, result_type, name, adapter)
         options: dict[str, Any] = {}
@@ -210,6 +218,8 @@ class Session:
                 "max_timeout_ms": max_timeout_ms,
                 "task": task,
             }
+        if meta is not None:
+            options["meta"] = meta
         core = self._core
         if _log.CALLS.isEnabledFor(_log.DEBUG):
             return _log.logged_call(
@@ -287,9 +297,12 @@ class Session:
         """Every resource template the server lists (all pages)."""
         return _resources.list_resource_templates(self._core, timeout_ms)
 
-    def read_resource(self, uri: str, *, timeout_ms: int | None = None) -> ReadResourceResult:
-        """Read one resource: text and/or binary (decoded) contents."""
-        return _resources.read_resource(self._core, uri, timeout_ms)
+    def read_resource(
+        self, uri: str, *, timeout_ms: int | None = None, meta: Mapping[str, Any] | None = None
+    ) -> ReadResourceResult:
+        """Read one resource: text and/or binary (decoded) contents. ``meta``
+        adds keys to the request's ``_meta`` (the library's own win)."""
+        return _resources.read_resource(self._core, uri, timeout_ms, meta)
 
     @property
     def resources_changed(self) -> bool:
@@ -302,10 +315,16 @@ class Session:
         return _resources.list_prompts(self._core, timeout_ms)
 
     def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout_ms: int | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> GetPromptResult:
-        """Get one prompt, filled in with ``arguments`` (strings)."""
-        return _resources.get_prompt(self._core, name, arguments, timeout_ms)
+        """Get one prompt, filled in with ``arguments`` (strings). ``meta``
+        adds keys to the request's ``_meta`` (the library's own win)."""
+        return _resources.get_prompt(self._core, name, arguments, timeout_ms, meta)
 
     @property
     def prompts_changed(self) -> bool:
@@ -392,6 +411,58 @@ class Session:
         error (it is alive, but does not implement the probe).
         """
         _health.probe(self._core, timeout_ms)
+
+    # ------------------------------------------------------------ instructions, subscriptions, extensions
+
+    @property
+    def instructions(self) -> str | None:
+        """What the server asks a model to know about using it (its
+        ``instructions``; untrusted text, at most ``max_tool_document_bytes``
+        UTF-8 bytes), or ``None``. ``model_tools.instructions`` puts it in a
+        system prompt."""
+        return self.server_info.instructions
+
+    def subscribe_resource(
+        self, uri: str, on_update: Callable[[str], None], *, timeout_ms: int | None = None
+    ) -> None:
+        """Call ``on_update(uri)`` each time the server says the resource
+        changed (read it again). Handshake era: ``resources/subscribe``;
+        2026-07-28: the ``subscriptions/listen`` stream, returning once the
+        server acknowledged it. ``on_update`` runs on a library thread, never
+        the reader's; one that raises is logged. Subscribing again replaces
+        the callback. :class:`NotSupported` unless the server declared
+        ``resources.subscribe``."""
+        from ._listen import subscribe_resource
+
+        subscribe_resource(self._core, uri, on_update, timeout_ms)
+
+    def unsubscribe_resource(self, uri: str, *, timeout_ms: int | None = None) -> None:
+        """Stop the updates of ``uri`` (its callback is forgotten at once);
+        nothing happens if it was not subscribed."""
+        from ._listen import unsubscribe_resource
+
+        unsubscribe_resource(self._core, uri, timeout_ms)
+
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None
+    ) -> dict[str, Any]:
+        """Send a request of a method this library does not know (an
+        extension's) and return its result object, under the same deadline
+        (``timeout_ms``, default ``request_timeout_ms``), bounds and errors as
+        every built-in call; in 2026-07-28 it carries the protocol's
+        ``_meta``. A method the library sends itself is refused
+        (:class:`InvalidOption`, naming the call to use)."""
+        from ._extend import custom_request
+
+        return custom_request(self._core, method, params, timeout_ms)
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification this library does not know (``notifications/...``).
+        :class:`NotSupported` over 2026-07-28 Streamable HTTP, which has no
+        client notifications."""
+        from ._extend import custom_notify
+
+        custom_notify(self._core, method, params)
 
     # ------------------------------------------------------------ ending
 

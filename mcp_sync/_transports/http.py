@@ -276,6 +276,12 @@ class HttpTransport:
             if self._read_events(response, parser, request_id, deadline):
                 return
         if extra is not None:
+            if item.method == "subscriptions/listen":
+                # A listen stream that drops fails alone: the session opens
+                # another (listening again changes nothing on the server).
+                raise Failure(
+                    ConnectionClosed(f"server {self._server!r} ended a subscriptions/listen stream"), False
+                )
             # 2026-07-28 has no resumption. Sending the request again could run
             # a tool twice, so the request is not re-sent: the session ends.
             raise Failure(

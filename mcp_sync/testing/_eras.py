@@ -49,6 +49,7 @@ import time
 from typing import Any
 
 from ._host import Host
+from ._listen import instructions
 
 __all__ = ["INPUT_TOOLS", "REQUEST_STATE", "TASKS_EXTENSION", "EraGate", "add_options", "declares_tasks"]
 
@@ -177,6 +178,7 @@ class EraGate:
                 "_meta": {META_SERVER_INFO: SERVER_INFO},
                 "ttlMs": 0,
                 "cacheScope": "private",
+                **instructions(server.opt),
             })
             return True
         if method in ("ping", "tasks/result", "tasks/list"):

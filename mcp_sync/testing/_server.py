@@ -21,6 +21,8 @@ from typing import Any, BinaryIO
 from ._eras import INPUT_TOOLS, EraGate
 from ._eras import add_options as add_era_options
 from ._features import FEATURE_CAPABILITIES, FEATURE_TOOLS, Features
+from ._listen import LISTEN_TOOLS, ListenHub, instructions
+from ._listen import add_options as add_listen_options
 
 __all__ = ["DEFAULT_TOOLS", "FakeServer", "parse_args", "spawn_grandchild"]
 
@@ -96,6 +98,7 @@ class FakeServer:
         self.stall_until = 0.0
         self.features = Features(self)
         self.eras = EraGate(self, options)
+        self.hub = ListenHub(self)
         # Over HTTP every call is answered on its request's own thread.
         self.inline = False
 
@@ -169,6 +172,8 @@ class FakeServer:
                 self.pending_client.pop(request_id).set()
             return
         if "id" not in message:
+            if method == "notifications/cancelled":
+                self.hub.cancelled(message.get("params"))
             return  # notifications: initialized, cancelled
         self.eras.delay(method)
         if method in self.opt.hang_on:
@@ -193,6 +198,7 @@ class FakeServer:
             "tools/call": self.on_tools_call,
             "ping": lambda rid, _p: self.reply(rid, {}),
             **self.features.methods(),
+            **self.hub.methods(),
         }.get(method)
         if handler is None:
             self.error(request_id, -32601, "Method not found")
@@ -212,12 +218,15 @@ class FakeServer:
                 "protocolVersion": version,
                 "capabilities": capabilities,
                 "serverInfo": {"name": "mcp-sync-fake", "version": "1.0"},
+                **instructions(self.opt),
             },
         )
 
     def capabilities(self) -> Any:
         if self.opt.capabilities is not None:
             return json.loads(self.opt.capabilities)
+        if self.opt.listen:
+            return {**FEATURE_CAPABILITIES, "resources": {"listChanged": True, "subscribe": True}}
         return FEATURE_CAPABILITIES
 
     def on_tools_list(self, request_id: object, params: dict[str, Any]) -> None:
@@ -245,6 +254,9 @@ class FakeServer:
         name = params.get("name")
         args = params.get("arguments") or {}
         if self.features.call(request_id, name, args, params):
+            return
+        if name == "publish" and self.opt.listen:
+            self.hub.publish(request_id, args, self.eras.modern(request_id))
             return
         if not self.inline and (name == "sleep" or name in ("ping_client", "ask_client", "hang")):
             # Slow tools run on their own thread so calls multiplex.
@@ -392,6 +404,8 @@ class FakeServer:
             tools += FEATURE_TOOLS
         if self.opt.input_tools:
             tools += INPUT_TOOLS
+        if self.opt.listen:
+            tools += LISTEN_TOOLS
         for index in range(self.opt.extra_tools):
             tools.append({"name": f"tool_{index}", "inputSchema": {"type": "object"}})
         return tools
@@ -467,6 +481,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--answer", action="append", default=[], metavar="METHOD=TEXT",
                    help="answer METHOD with the raw line TEXT ({id} is the request id)")
     add_era_options(p)
+    add_listen_options(p)
     p.add_argument("--http", action="store_true",
                    help="serve Streamable HTTP on 127.0.0.1 instead of stdio; print the URL")
     p.add_argument("--port", type=int, default=0, help="the --http port (default: any free one)")
