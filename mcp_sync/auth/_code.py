@@ -35,6 +35,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from .._errors import AuthError, LoginRequired, McpError, ProtocolError, Timeout
 from .._limits import DEFAULT_MAX_FRAME_BYTES, check_limit, seconds
 from .._redact import Redacted
+from .._text import escape
 from ._base import Auth, DpopSetting, check_auth_method
 from ._discovery import Challenge, Context, ServerMetadata, discover, parse_challenges
 from ._dpop import DpopKey
@@ -535,7 +536,7 @@ class AuthorizationCode(Auth):
             opened = False
         if opened is False or opened is None:
             print(
-                f"mcp-sync: to authorize access to server {server!r}, open this URL in a browser:\n{url}",
+                f"mcp-sync: to authorize access to server {server!r}, open this URL in a browser:\n{escape(url)}",
                 file=sys.stderr,
                 flush=True,
             )
