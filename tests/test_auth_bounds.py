@@ -3,7 +3,8 @@ secrets go only where the caller meant (tests/oauth_fake.py plays the server).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from oauth_fake import Fake, fake_oauth_server, stand_in_browser
@@ -70,3 +71,76 @@ def test_the_login_still_works_with_a_browser(fake: Fake) -> None:
     flow = auth.AuthorizationCode(redirect_handler=stand_in_browser(fake))
     with connect(fake, flow) as session:
         session.call_tool("echo", {"message": "m"})
+
+
+# ------------------------------------------------------------------ where secrets go
+
+
+@pytest.fixture
+def elsewhere(fake: Fake) -> Iterator[Fake]:
+    """A second authorization server, on another origin, that the MCP server
+    names in its resource metadata; its tokens are good at the MCP server."""
+    with fake_oauth_server() as other:
+        other.tokens = fake.tokens
+        fake.prm_override = {"authorization_servers": [other.url]}
+        yield other
+
+
+def _credential_flows(tmp_path: Path) -> dict[str, Callable[..., auth.Auth]]:
+    jwt_file = tmp_path / "token"
+    jwt_file.write_text("header.payload.sig\n")
+    return {
+        "client secret": lambda **kw: auth.ClientCredentials("svc", client_secret="s3cr3t", **kw),
+        "workload assertion": lambda **kw: auth.WorkloadIdentity(jwt_file, **kw),
+        "login with a client secret": lambda **kw: auth.AuthorizationCode(
+            client_id="app", client_secret="s3cr3t", redirect_handler=lambda url: url, **kw
+        ),
+    }
+
+
+@pytest.mark.parametrize("kind", ["client secret", "workload assertion", "login with a client secret"])
+def test_a_credential_is_not_sent_to_an_authorization_server_on_another_origin(
+    fake: Fake, elsewhere: Fake, kind: str, tmp_path: Path
+) -> None:
+    flow = _credential_flows(tmp_path)[kind]()
+    with pytest.raises(mcp_sync.AuthError, match="another origin and was not named") as info:
+        connect(fake, flow)
+    assert "any_issuer=True" in str(info.value) and "issuer=" in str(info.value)
+    assert elsewhere.seen("/token") == [] and elsewhere.seen("/authorize") == []
+
+
+@pytest.mark.parametrize("how", ["issuer", "any_issuer"])
+def test_a_credential_goes_to_an_authorization_server_the_caller_allowed(
+    fake: Fake, elsewhere: Fake, how: str
+) -> None:
+    option: dict[str, object] = {"issuer": elsewhere.url} if how == "issuer" else {"any_issuer": True}
+    flow = auth.ClientCredentials("svc", client_secret="s3cr3t", **option)  # type: ignore[arg-type]
+    with connect(fake, flow) as session:
+        session.call_tool("echo", {"message": "m"})
+    assert elsewhere.seen("/token")[-1].headers["authorization"].startswith("Basic ")
+
+
+def test_a_login_without_a_secret_still_uses_the_named_authorization_server(
+    fake: Fake, elsewhere: Fake
+) -> None:
+    # Nothing of the caller's is sent: dynamic registration there is fine.
+    flow = auth.AuthorizationCode(redirect_handler=stand_in_browser(elsewhere))
+    with connect(fake, flow) as session:
+        session.call_tool("echo", {"message": "m"})
+    assert len(elsewhere.seen("/token")) == 1
+
+
+def test_any_issuer_must_be_a_bool() -> None:
+    with pytest.raises(mcp_sync.ProtocolError, match="any_issuer"):
+        auth.ClientCredentials("svc", client_secret="s", any_issuer="yes")  # type: ignore[arg-type]
+
+
+def test_the_config_file_can_pin_or_widen_the_issuer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_sync.auth._config import ClientCredentialsConfig
+
+    monkeypatch.setenv("SVC_SECRET", "s3cr3t")
+    built = ClientCredentialsConfig.model_validate(
+        {"type": "client_credentials", "clientId": "svc", "clientSecretEnv": "SVC_SECRET",
+         "issuer": "https://as.example", "anyIssuer": True}
+    ).build("s")  # fmt: skip
+    assert built.issuer == "https://as.example" and built.any_issuer is True

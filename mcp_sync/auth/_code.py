@@ -40,7 +40,7 @@ from ._base import Auth, DpopSetting, check_auth_method
 from ._discovery import Challenge, Context, ServerMetadata, discover, parse_challenges
 from ._dpop import DpopKey
 from ._fetch import Fetcher
-from ._grant import Grant, Run, select_scope
+from ._grant import Grant, Run, check_credential_destination, select_scope
 from ._loopback import LoopbackListener, free_loopback_uri
 from ._store import TokenStore
 from ._tokens import ClientAuth, TokenSet, choose_method, oauth_failure, refusal, token_request
@@ -213,8 +213,9 @@ class AuthorizationCode(Auth):
         dpop: DpopSetting = "auto",
         issuer: str | None = None,
         token_endpoint_auth_method: str | None = None,
+        any_issuer: bool = False,
     ) -> None:
-        super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer)
+        super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer, any_issuer=any_issuer)
         if not isinstance(client_name, str) or not client_name.strip():
             raise ProtocolError("option client_name must be a non-empty string")
         self.client_name = client_name
@@ -388,6 +389,8 @@ class AuthorizationCode(Auth):
         meta = run.ctx.server
         server = run.server
         if self.client_id is not None:
+            if self._client_secret is not None:
+                check_credential_destination(run, "the client secret")
             method = choose_method(
                 self._client_secret is not None,
                 meta.token_endpoint_auth_methods_supported,
