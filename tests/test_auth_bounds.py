@@ -144,3 +144,35 @@ def test_the_config_file_can_pin_or_widen_the_issuer(monkeypatch: pytest.MonkeyP
          "issuer": "https://as.example", "anyIssuer": True}
     ).build("s")  # fmt: skip
     assert built.issuer == "https://as.example" and built.any_issuer is True
+
+
+# ------------------------------------------------------------------ the token store file
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "nests deeper"),  # 200 KB of nesting
+        (b'{"records": {"a": ' + b"[" * 129 + b"]" * 129 + b"}}", "nests deeper"),
+        (b'{"records": {"a": "' + b"x" * (4 * 1024 * 1024) + b'"}}', "larger than"),
+        (b'{"records": [1, 2]}', "not a token store file"),
+        (b"\xff\xfe", "invalid JSON"),
+    ],
+    ids=["200k-deep", "129-deep", "too-large", "not-records", "not-utf8"],
+)
+def test_a_broken_token_store_file_is_a_typed_error(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
+    path = tmp_path / "tokens.json"
+    path.write_bytes(content)
+    path.chmod(0o600)
+    store = auth.FileTokenStore(str(path))
+    with pytest.raises(mcp_sync.AuthError, match=problem):
+        store.get("https://mcp.example/mcp")
+
+
+def test_a_token_store_file_at_the_depth_limit_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    path.write_bytes(b'{"records": {"a": ' + b"[" * 126 + b"]" * 126 + b"}}")
+    path.chmod(0o600)
+    assert auth.FileTokenStore(str(path)).get("b") is None
