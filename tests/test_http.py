@@ -344,6 +344,17 @@ def test_auth_refused_at_connect_is_connection_closed(status: int, token_env: st
 
 
 @pytest.mark.parametrize("status", [401, 403])
+def test_auth_refused_with_no_auth_configured_is_auth_failed(status: int) -> None:
+    with hostile_server(force_status=status) as cfg:
+        with pytest.raises(mcp_sync.AuthError) as info:
+            connect(cfg)
+        assert info.value.kind == "auth_failed"
+        assert f"HTTP {status}" in str(info.value)
+        assert "no auth is configured (give auth=" in str(info.value)
+        assert cfg.of("DELETE") == []
+
+
+@pytest.mark.parametrize("status", [401, 403])
 def test_auth_refused_mid_session_ends_it(status: int, token_env: str, hostile: Hostile) -> None:
     session = connect(hostile, bearer_token_env=token_env)
     hostile.force_status = status
