@@ -7,6 +7,7 @@ in conftest) that no ``mcp_sync-*`` thread outlives the test.
 
 from __future__ import annotations
 
+import logging
 import gc
 import itertools
 import json
@@ -427,6 +428,26 @@ def test_404_again_after_a_new_session_ends_it(hostile: Hostile) -> None:
     session.close()
 
 
+def test_a_new_session_after_a_404_is_logged(hostile: Hostile, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="mcp_sync.transport"), connect(hostile) as session:
+        hostile.expire = 1
+        session.call_tool("echo", {"message": "again"})
+    (record,) = [r for r in caplog.records if getattr(r, "mcp_event", None) == "renew"]
+    assert record.name == "mcp_sync.transport" and record.levelno == logging.INFO
+    assert record.getMessage() == "server 'hostile' no longer knows the session (HTTP 404): starting a new one"
+    assert "sess-" not in record.getMessage()
+
+
+def test_a_failed_renewal_is_logged(hostile: Hostile, caplog: pytest.LogCaptureFixture) -> None:
+    session = connect(hostile)
+    hostile.expire = 2  # the new session's first request is forgotten too
+    with caplog.at_level(logging.INFO, logger="mcp_sync.transport"), pytest.raises(mcp_sync.ConnectionClosed):
+        session.call_tool("echo", {"message": "x"})
+    session.close()
+    events = [getattr(r, "mcp_event", None) for r in caplog.records if r.name == "mcp_sync.transport"]
+    assert events[:2] == ["renew", "renew_failed"], events
+
+
 # ---------------------------------------------------------------------- resumption
 
 
@@ -444,6 +465,15 @@ def test_stream_ending_early_is_resumed_with_get_and_last_event_id(hostile: Host
         assert 0.38 <= delay < 1.0, delay
         # The GET stream stays open on the server; the session is still fine.
         assert session.call_tool("echo", {"message": "x"}).content[0]["text"] == "x"
+
+
+def test_a_resumed_stream_is_logged(hostile: Hostile, caplog: pytest.LogCaptureFixture) -> None:
+    hostile.retry_ms = 50
+    with caplog.at_level(logging.INFO, logger="mcp_sync.transport"), connect(hostile) as session:
+        assert session.call_tool("drop").content[0]["text"] == "resumed"
+    (record,) = [r for r in caplog.records if getattr(r, "mcp_event", None) == "resume"]
+    assert record.levelno == logging.INFO and record.mcp_request == "tools/call"  # type: ignore[attr-defined]
+    assert "ev-" not in record.getMessage()
 
 
 def test_stream_ending_without_an_event_id_ends_the_session(hostile: Hostile) -> None:
