@@ -7,10 +7,10 @@ in conftest) that no ``mcp_sync-*`` thread outlives the test.
 
 from __future__ import annotations
 
-import logging
 import gc
 import itertools
 import json
+import logging
 import socket
 import sys
 import threading
