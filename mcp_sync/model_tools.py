@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -349,6 +350,14 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        # 1e999 parses as infinity, which no JSON frame can carry.
+        raise ValueError(f"{text} is out of the range of a JSON number")
+    return value
+
+
 def _arguments(raw: object) -> dict[str, Any] | str:
     """The arguments as a dict, or the reason they cannot be used (for the model)."""
     if raw is None:
@@ -359,7 +368,7 @@ def _arguments(raw: object) -> dict[str, Any] | str:
         if json_depth(raw.encode("utf-8", "surrogatepass")) > MAX_JSON_DEPTH - 2:
             return f"the arguments nest deeper than {MAX_JSON_DEPTH - 2} levels"
         try:
-            raw = json.loads(raw, parse_constant=_no_constant)
+            raw = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
         except RecursionError:
             return "the arguments nest too deeply"
         except ValueError as exc:

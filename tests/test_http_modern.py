@@ -384,7 +384,7 @@ def test_an_error_status_on_the_probe_falls_back(hostile: Hostile, status: int) 
 
 def test_auth_refused_on_the_probe_is_not_an_era_verdict(hostile: Hostile) -> None:
     hostile.force_status = 401
-    with pytest.raises(mcp_sync.ConnectionClosed, match="401"):
+    with pytest.raises(mcp_sync.AuthError, match="401 Unauthorized and no auth is configured"):
         connect(hostile.url)
     assert len(hostile.posts()) == 1  # no handshake after it: it would be refused too
 

@@ -32,11 +32,13 @@ This class coordinates; each job is a piece of its own: :mod:`._exchange`
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
 from typing import TYPE_CHECKING
 
+from .. import _log
 from .._errors import ConnectionClosed, ProtocolError
 from .._limits import Limits, seconds
 from .._redact import Redacted
@@ -356,6 +358,11 @@ class HttpTransport:
                 raise Stopped
             headers = self._headers(_ACCEPT_SSE)
             headers["Last-Event-ID"] = event_id
+            _log.transport_event(
+                logging.INFO, "resume", self._server,
+                "server %r ended the reply stream of %s before replying: resuming it (Last-Event-ID)",
+                self._server, named, request=named,
+            )  # fmt: skip
             with self._io.open("GET", None, deadline, headers) as response:
                 status = response.status_code
                 if status in (401, 403):

@@ -269,6 +269,8 @@ class StdioTransport:
                     f"server {server!r} could not be started: {type(exc).__name__}"
                 ) from None
             raise
+        # The interpreter's exit closes stdin the way teardown does, first.
+        self._child.close_stdin = self._stdin.close
 
     def _abandon_child(self) -> None:
         # A writer thread that did start is waiting for frames: stop it, and
