@@ -481,7 +481,7 @@ class _Attempt:
                 remaining = self.deadline - time.monotonic()
                 if remaining <= 0:
                     return False
-                self._cond.wait(remaining)
+                self._cond.wait(min(remaining, threading.TIMEOUT_MAX))
         return entry.done()
 
 
@@ -620,7 +620,7 @@ class _Race:
                     read_at = now  # still working on something: perhaps its answer
                 if now >= read_at + grace:
                     break
-                self.cond.wait(min(read_at + grace - now, _TICK) if busy is not None else read_at + grace - now)
+                self.cond.wait(min(read_at + grace - now, _TICK if busy is not None else threading.TIMEOUT_MAX))
         return read_at
 
     def _run(self) -> ServerInfo:

@@ -263,7 +263,7 @@ class ListenStream:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise Timeout(f"subscriptions/listen of server {self._core.server!r} was not acknowledged in time")
-                self._cond.wait(remaining)
+                self._cond.wait(min(remaining, threading.TIMEOUT_MAX))
 
     def honored(self) -> Mapping[str, Any]:
         with self._cond:
@@ -365,7 +365,7 @@ class ListenStream:
                 remaining = current.renew_at - time.monotonic()
                 if remaining <= 0:
                     break
-                self._cond.wait(remaining)
+                self._cond.wait(min(remaining, threading.TIMEOUT_MAX))
             if self._stopped():
                 return None
             current = self._current
@@ -431,7 +431,7 @@ class ListenStream:
                 remaining = until - time.monotonic()
                 if remaining <= 0:
                     break
-                self._cond.wait(remaining)
+                self._cond.wait(min(remaining, threading.TIMEOUT_MAX))
             if not stream.acked:
                 error = stream.error or Timeout(
                     f"subscriptions/listen of server {core.server!r} was not acknowledged "

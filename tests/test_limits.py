@@ -629,3 +629,13 @@ def test_connect_names_at_most_fourteen_parameters_and_every_option_is_a_model_f
         assert name in ConnectOptions.model_fields and name in HttpConnectOptions.model_fields
         alias = ConnectOptions.model_fields[name].alias
         assert alias is not None and "_" not in alias
+
+
+def test_largest_timeouts_work_over_stdio_under_every_protocol() -> None:
+    # The era race waits on conditions with these budgets: the largest
+    # allowed value must not overflow a wait.
+    huge = mcp_sync.MAX_SAFE_INTEGER
+    for era, protocol in (("legacy", "auto"), ("modern", "auto"), ("legacy", "legacy"), ("modern", "modern")):
+        options = {"protocol": protocol, "handshake_timeout_ms": huge, "request_timeout_ms": huge}
+        with connect_fake("--era", era, **options) as session:
+            assert session.call_tool("echo", {"message": "x"}, timeout_ms=huge).content[0]["text"] == "x"
