@@ -206,10 +206,20 @@ class InProcessTransport:
             future.result(timeout)
         except TimeoutError:  # (concurrent.futures.TimeoutError since 3.11)
             future.cancel()  # the frame was not queued: no room came in time
+            self._drop(coroutine, loop)
             return False
         except Exception:  # the stream closed: the session is ending
+            self._drop(coroutine, loop)
             return False
         return True
+
+    @staticmethod
+    def _drop(coroutine: Any, loop: Any) -> None:
+        # A loop that stopped before running the send never will: close the
+        # coroutine so it is not reported as never awaited.
+        if not loop.is_running():
+            with contextlib.suppress(RuntimeError, ValueError):
+                coroutine.close()
 
     def _put_now(self, item: Outbound) -> bool:
         try:
