@@ -8,6 +8,7 @@ and the fake server's hostile behaviours.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -100,6 +101,25 @@ def test_the_sdk_servers_instructions(transport: str) -> None:
     with sdk_listen(transport) as session:
         assert session.instructions == SDK_LISTEN_INSTRUCTIONS
         assert session.server_info.instructions == SDK_LISTEN_INSTRUCTIONS
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_meta_and_custom_requests_against_the_sdk_server(transport: str) -> None:
+    mine = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    with sdk_listen(transport) as session:
+        answer = session.call_tool(
+            "meta_seen", meta={"com.example/run": "r1", "traceparent": "not mine"}, traceparent=mine
+        ).content[0]["text"]
+        seen = json.loads(answer)
+        # The caller's key reaches the server; where the library sets a key, its value wins.
+        assert seen["com.example/run"] == "r1"
+        assert seen["traceparent"] == mine
+        # A method the server does not know: its own JSON-RPC error, typed, in time.
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.RemoteError) as raised:
+            session.request("com.example/unknown", {"x": 1}, timeout_ms=10_000)
+        assert raised.value.code == -32601 and time.monotonic() - started < 10
+        assert session.call_tool("meta_seen").content[0]["text"]  # the session goes on
 
 
 # ----------------------------------------------------------------------- server-everything (handshake era)

@@ -5,7 +5,8 @@ with instructions and a resource that can be touched. A test peer only.
     python sdk_listen_server.py http PORT  (Streamable HTTP on 127.0.0.1)
 
 Tools: ``grow(name)`` adds a tool ``name`` (answering ``"grown NAME"``) and
-publishes the tools list change; ``touch(uri)`` publishes an update of the
+publishes the tools list change; ``meta_seen()`` answers the request's
+``_meta`` as JSON; ``touch(uri)`` publishes an update of the
 resource ``uri``. Both publish on the 2026-07-28 ``subscriptions/listen``
 bus and, in the handshake era, send the notification on the session.
 """
@@ -13,6 +14,7 @@ bus and, in the handshake era, send the notification on the session.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 
 import uvicorn
@@ -41,6 +43,15 @@ async def touch(uri: str, ctx: Context) -> str:
     with contextlib.suppress(Exception):
         await ctx.session.send_resource_updated(uri)
     return f"touched {uri}"
+
+
+@server.tool(description="The _meta this request carried, as JSON.")
+async def meta_seen(ctx: Context) -> str:
+    meta = ctx.request_context.meta
+    if meta is None:
+        return "{}"
+    data = meta.model_dump(by_alias=True, exclude_none=True) if hasattr(meta, "model_dump") else dict(meta)
+    return json.dumps(data, sort_keys=True, default=str)
 
 
 @server.resource("note://board", mime_type="text/plain")
