@@ -22,10 +22,12 @@ from ._errors import (
     NotSupported,
     ProtocolError,
     RemoteError,
+    ResultMismatch,
     ServerUnavailable,
     SpawnFailed,
     Timeout,
     ToolNotFound,
+    UrlElicitationRequired,
 )
 from ._handlers import (
     ElicitationRequest,
@@ -67,6 +69,7 @@ from ._roots import Root
 from ._servers import DEFAULT_HEALTH_CHECK_TIMEOUT_MS, RespawnPolicy, Servers
 from ._session import CLIENT_INFO
 from ._session_api import Session
+from ._submit import ToolCall
 from ._version import __version__
 from ._versions import (
     HANDSHAKE_PROTOCOL_VERSIONS,
@@ -124,6 +127,7 @@ __all__ = [
     "ResourceContents",
     "ResourceTemplate",
     "RespawnPolicy",
+    "ResultMismatch",
     "Root",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "SamplingRequest",
@@ -135,7 +139,9 @@ __all__ = [
     "SpawnFailed",
     "Timeout",
     "Tool",
+    "ToolCall",
     "ToolNotFound",
+    "UrlElicitationRequired",
     "__version__",
     "connect",
     "connect_http",

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._client_tasks import TASK_METHODS, TASKABLE, ClientTasks, _Held, task_param
 from ._errors import ConnectionClosed, InputRequired, McpError, ProtocolError, Timeout
 from ._handlers import (
     INTERNAL_ERROR,
@@ -149,6 +150,10 @@ class ServerRequests:
         self._answers: set[_Answer] = set()  # input questions a caller waits for
         roots = self._handlers.roots
         self._roots: RootsProvider | None = roots
+        # Server requests the server may send as tasks (2025-11-25): those
+        # whose handlers are configured, unless Handlers(tasks=False).
+        taskable = frozenset(m for m in TASKABLE if self._serves(m)) if self._handlers.tasks else frozenset()
+        self._tasks = ClientTasks(self._name, taskable, self._task_reply) if taskable else None
 
     # ------------------------------------------------------- reader side
 
@@ -158,6 +163,14 @@ class ServerRequests:
         if method == "ping":
             self._reply_soon(request_id, result={})
             return
+        if self._tasks is not None:
+            if method in TASK_METHODS:
+                self._tasks.serve(request_id, method, params)
+                return
+            task = task_param(params) if method in self._tasks.methods else None
+            if task is not None:
+                self._start_task(request_id, method, params, task)
+                return
         if not self._serves(method):
             self._reply_soon(request_id, error=(METHOD_NOT_FOUND, "Method not found"))
             return
@@ -175,6 +188,34 @@ class ServerRequests:
             with self._lock:
                 self._inflight.pop(request_id, None)
             self._overwhelmed()
+
+    def task_capability(self) -> dict[str, Any] | None:
+        """The client's ``tasks`` capability (2025-11-25), or ``None``."""
+        return self._tasks.capability() if self._tasks is not None else None
+
+    def _start_task(self, request_id: int | str, method: str, params: object, task: Mapping[str, Any]) -> None:
+        """A task-augmented request: answered at once with a ``CreateTaskResult``;
+        the handler runs on the pool and ``tasks/result`` serves its outcome."""
+        assert self._tasks is not None and isinstance(params, Mapping)
+        created = self._tasks.create(method, task)
+        if isinstance(created, tuple):
+            self._reply_soon(request_id, error=created)
+            return
+        inner = {key: value for key, value in params.items() if key != "task"}
+        view = created.view()
+        if not self._pool.submit(lambda: self._run_task(created, method, inner)):
+            self._tasks.drop(created)
+            self._overwhelmed()
+            return
+        self._reply_soon(request_id, result={"task": view})
+
+    def _run_task(self, held: _Held, method: str, params: Mapping[str, Any]) -> None:
+        result, failure = self._outcome(method, params, held.cancelled)
+        assert self._tasks is not None
+        self._tasks.finish(held, result, None if failure is None else (failure.code, failure.message))
+
+    def _task_reply(self, request_id: int | str, result: Any, error: tuple[int, str] | None) -> None:
+        self._send(_reply(request_id, result=result, error=error))
 
     def cancelled(self, params: object) -> None:
         """``notifications/cancelled`` for one of the server's requests: its
@@ -421,6 +462,8 @@ class ServerRequests:
             entry.cancelled.set()
             if entry.timer is not None:
                 entry.timer.cancel()
+        if self._tasks is not None:
+            self._tasks.close()
         self._pool.close(max(0.0, deadline - time.monotonic()))
 
 

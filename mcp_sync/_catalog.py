@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidResponse
 from ._limits import Limits
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = [
     "CallToolResult",
@@ -21,6 +25,7 @@ __all__ = [
     "ServerInfo",
     "Snapshot",
     "Tool",
+    "bounded_instructions",
     "check_tool_name",
     "freeze",
     "parse_call_result",
@@ -100,11 +105,41 @@ def thaw(value: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
-    """What the server disclosed about itself in ``initialize`` (untrusted text)."""
+    """What the server disclosed about itself in ``initialize`` (or
+    ``server/discover``): untrusted text. ``instructions`` is what the server
+    asks a model to know about using it, at most ``max_tool_document_bytes``
+    UTF-8 bytes."""
 
     name: str
     version: str
     title: str | None = None
+    instructions: str | None = None
+
+
+def bounded_instructions(server: str, limits: Limits, value: object) -> str | None:
+    """The ``instructions`` of an opening result: a string (anything else is
+    ignored) of at most ``max_tool_document_bytes`` UTF-8 bytes, cut at a
+    character boundary past it (a warning says so). Logged only redacted."""
+    if not isinstance(value, str) or not value:
+        return None
+    log = logging.getLogger("mcp_sync.session")
+    limit = limits.max_tool_document_bytes
+    encoded = value.encode("utf-8", "surrogatepass")
+    if len(encoded) > limit:
+        value = encoded[:limit].decode("utf-8", "ignore")
+        log.warning(
+            "server %r sent %d bytes of instructions; kept the first %d (max_tool_document_bytes)",
+            server, len(encoded), limit,
+            extra={"mcp_event": "instructions_cut", "mcp_server": server},
+        )  # fmt: skip
+    if log.isEnabledFor(logging.DEBUG):
+        from ._redact import redact  # only when debugging: the common path imports nothing
+
+        log.debug(
+            "server %r sent instructions: %s", server, redact(value[:200]),
+            extra={"mcp_event": "instructions", "mcp_server": server},
+        )  # fmt: skip
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +161,17 @@ class Tool:
         the server said nothing or something unknown)."""
         value = self.execution.get("taskSupport") if self.execution is not None else None
         return value if value in ("required", "optional") else "forbidden"
+
+    def output_model(self) -> type[BaseModel]:
+        """A pydantic model class built from :attr:`output_schema`, for
+        ``call_tool(..., result_type=...)``: plain objects, arrays, primitives,
+        string enums, ``T | null`` and local ``$defs`` refs. Raises
+        :class:`NotSupported` naming the keyword and place it cannot build
+        (``oneOf``, a recursive ``$ref``...), or when there is no schema.
+        Builds a new class each call: keep the one you use."""
+        from ._typed import output_model
+
+        return output_model(self)  # type: ignore[no-any-return]
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as plain, mutable MCP JSON (camelCase keys)."""

@@ -44,6 +44,9 @@ class RootsHooks(Protocol):
     def set_roots(self, roots: RootsProvider) -> None:
         """Replace the roots; refused when the session was opened without any."""
 
+    def task_capability(self) -> dict[str, Any] | None:
+        """The client's ``tasks`` capability (server requests run as tasks), or ``None``."""
+
 
 class InboundHooks(Protocol):
     """What the server sends unasked, as far as a feature sees it."""
@@ -150,5 +153,5 @@ class Core(Protocol):
         rules of the catalog); each page within ``timeout`` s, the whole walk
         by ``deadline`` when given. ``budget`` names the option for messages."""
 
-    def notify(self, method: str, timeout: float) -> None:
-        """Send a notification without params, waiting at most ``timeout`` s for room."""
+    def notify(self, method: str, timeout: float, params: dict[str, Any] | None = None) -> None:
+        """Send a notification (without params unless given), waiting at most ``timeout`` s for room."""

@@ -38,12 +38,14 @@ __all__ = [
     "INPUT_REQUIRED",
     "MAX_INPUT_REQUESTS",
     "MAX_INPUT_ROUNDS",
+    "SKILLS_EXTENSION",
     "TASK",
     "TASKS_EXTENSION",
     "Era",
     "EraCore",
     "EraInbound",
     "Jobs",
+    "ListenHooks",
     "Route",
     "check_capabilities",
     "server_info",
@@ -65,23 +67,32 @@ MAX_INPUT_REQUESTS = 16
 """Input requests one ``input_required`` result may carry."""
 
 
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+"""The skills extension (SEP-2640): a server offering it is useful without tools."""
+
+
 def check_capabilities(capabilities: object, where: str, method: str) -> None:
-    """A server's capabilities must be an object offering tools."""
+    """A server's capabilities must be an object offering tools (or skills:
+    a server that only publishes skills is connected with an empty catalog)."""
     if not isinstance(capabilities, dict):
         raise ProtocolError(f"{where} answered {method} without a capabilities object")
     if not isinstance(capabilities.get("tools"), dict):
-        raise ProtocolError(f"{where} does not offer the tools capability")
+        extensions = capabilities.get("extensions")
+        if not isinstance(extensions, dict) or not isinstance(extensions.get(SKILLS_EXTENSION), dict):
+            raise ProtocolError(f"{where} does not offer the tools capability")
 
 
-def server_info(value: object) -> ServerInfo:
-    """The server's name and version, as far as it disclosed them (untrusted text)."""
+def server_info(value: object, instructions: str | None = None) -> ServerInfo:
+    """The server's name and version, as far as it disclosed them (untrusted
+    text), and its ``instructions`` (already bounded: :func:`bounded_instructions`)."""
     if not isinstance(value, dict):
-        return ServerInfo(name="", version="")
+        return ServerInfo(name="", version="", instructions=instructions)
     name, version, title = value.get("name"), value.get("version"), value.get("title")
     return ServerInfo(
         name=name if isinstance(name, str) else "",
         version=version if isinstance(version, str) else "",
         title=title if isinstance(title, str) else None,
+        instructions=instructions,
     )
 
 
@@ -90,6 +101,23 @@ class Jobs(Protocol):
 
     def submit(self, job: Callable[[], None], timeout: float = 0.0) -> bool:
         """Queue ``job``, waiting at most ``timeout`` s for room; False: not queued."""
+
+
+class UpdatesHooks(Protocol):
+    """The session's resource subscriptions (``._listen.ResourceUpdates``) as the eras see them."""
+
+    def uris(self) -> tuple[str, ...]:
+        """The URIs subscribed to."""
+
+
+class ListenHooks(Protocol):
+    """The 2026-07-28 listen stream (``._listen.ListenStream``) as the eras see it."""
+
+    def change(self, timeout: float) -> None:
+        """The filter changed: return once a stream carrying it is acknowledged."""
+
+    def subscribed(self, uri: str) -> bool:
+        """Whether the filter the server acknowledged carries ``uri``."""
 
 
 class EraInbound(InboundHooks, Protocol):
@@ -104,6 +132,23 @@ class EraInbound(InboundHooks, Protocol):
     @property
     def background(self) -> Jobs:
         """The thread for best-effort requests nobody waits for (a modern ``tasks/cancel``)."""
+
+    auto_refresh: bool
+    """Whether the session refreshes its catalog when the server says it changed."""
+
+    @property
+    def updates(self) -> UpdatesHooks | None:
+        """The resource subscriptions, once there has been one (``._listen``)."""
+
+    @property
+    def stream(self) -> ListenHooks | None:
+        """The 2026-07-28 listen stream, once started (``._listen``)."""
+
+    def listen_stream(self, lists: tuple[str, ...]) -> ListenHooks:
+        """The 2026-07-28 listen stream (started on first use)."""
+
+    def notification(self, method: str, params: object) -> None:
+        """One notification, as if the server had sent it."""
 
 
 class Route(Watch, Protocol):
@@ -156,7 +201,10 @@ class EraCore(Core, Protocol):
         headers: Mapping[str, str] | None = None,
     ) -> Any: ...
 
-    def notify(self, method: str, timeout: float) -> None: ...
+    def notify(self, method: str, timeout: float, params: dict[str, Any] | None = None) -> None: ...
+
+    def cancel_request(self, request_id: int) -> None:
+        """Stop waiting for a request sent earlier and tell the server (best effort)."""
 
     def send_and_forget(self, method: str, params: dict[str, Any]) -> None: ...
 
@@ -183,6 +231,9 @@ class Era(Protocol):
     input_rounds: bool
     """Whether a result may ask for another round (``input_required``); when
     not, a request that cannot become a task is settled by its first result."""
+    version_retry: bool
+    """Whether a request refused with ``-32022`` (unsupported version) is sent
+    again at a version both sides list (else the refusal is its answer)."""
 
     @property
     def version(self) -> str | None:
@@ -214,6 +265,12 @@ class Era(Protocol):
 
     # ------------------------------------------------------------ requests
 
+    def frame(
+        self, method: str, params: Mapping[str, Any], *, tasks: bool = False
+    ) -> tuple[dict[str, Any], dict[str, str] | None]:
+        """A request's params as this era sends them, and its own headers
+        (``None``: none), without sending it (a submitted call, ._submit)."""
+
     def request(
         self,
         core: EraCore,
@@ -243,6 +300,18 @@ class Era(Protocol):
 
     def set_log_level(self, core: EraCore, level: str, timeout_ms: int | None) -> None:
         """Ask for server log messages of ``level`` and above."""
+
+    def notification_meta(self) -> dict[str, Any] | None:
+        """The ``_meta`` a client notification carries in this era (``None``:
+        none); raises :class:`NotSupported` where the era sends none at all."""
+
+    def subscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        """Tell the server the session now listens to updates of ``uri``
+        (already in ``core.inbound.updates``), by ``deadline``."""
+
+    def unsubscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        """Tell the server the session no longer listens to ``uri`` (already
+        removed from ``core.inbound.updates``), by ``deadline``."""
 
     # ------------------------------------------------------------ tasks
 

@@ -12,30 +12,50 @@
 
 Positive evidence is a ``DiscoverResult`` naming a revision both sides speak,
 or a ``-32022`` (unsupported version) whose list names one: the probe is then
-sent once more at that revision. Everything else -- a JSON-RPC error, a
-result that is not a ``DiscoverResult``, silence past the probe's budget --
-means a handshake-era server. A server listing only versions this client does
-not speak fails ``connect`` with a ``protocol_error`` naming both sides.
+sent once more at that revision. Everything else -- a JSON-RPC error (an error
+with a null id included: a server that could not read the probe's id), a
+result that is not a ``DiscoverResult``, silence -- means a handshake-era
+server. A server listing only versions this client does not speak fails
+``connect`` with a ``protocol_error`` naming both sides.
 
-So that ``auto`` never connects fewer servers than the handshake alone
-would:
+``auto`` never connects fewer servers than the handshake alone would, costs a
+server that ignores the probe a fraction of a second only, and settles a
+dual-era server on 2026-07-28 however slowly it starts (the race, below):
 
-- a probe that goes unanswered costs :data:`PROBE_TIMEOUT_MS`, not the whole
-  handshake budget. A modern server that was only slow to start answers it
-  late, and is then serving the modern era: the handshake that follows is
-  refused (``-32022``, or any JSON-RPC error), and that refusal after a
-  silent probe sends the probe once more, to a server that is up now;
-- over stdio, a probe that ends the session (the server exits, closes a
-  pipe, or writes a frame that breaks the rules), or a handshake after the
-  probe that is refused with ``-32022`` (a server that picks its era at the
-  first request it reads, and whose modern side failed the probe), gets one
-  fresh process, and that process sees the handshake alone, exactly as
+- The probe is never abandoned for the handshake: when it goes unanswered for
+  :data:`PROBE_GRACE_MS` *after the server has read it* (over stdio the clock
+  starts when the server's stdin pipe is seen empty, on Linux, and waits
+  while the server is busy, for at most :data:`PROBE_BUSY_MAX_MS`; elsewhere, and
+  over HTTP, when the probe is sent: :data:`HTTP_PROBE_GRACE_MS`), the
+  handshake is sent too, and the first answer decides. A server that is still
+  starting reads nothing, so it is not sent a handshake it would read right
+  after the probe.
+- Over stdio a dual-era server may pin its era at the first request that
+  settles it: the official TypeScript SDK's ``serveStdio`` answers a probe
+  from an optimistic modern instance, then discards it for the handshake
+  that follows (2026-07-28, "Versioning and Compatibility": an ``initialize``
+  selects the handshake era for the stdio process). So once the handshake is
+  out, its answer wins: a modern answer to the probe is taken only when the
+  handshake is refused or unanswered :data:`PROBE_GRACE_MS` later. Over HTTP
+  the era is per request (a handshake opens a session of its own), so a modern
+  answer that comes first is taken at once.
+- Over stdio, a session that ends while the probe is unanswered (the server
+  exits, closes a pipe, or breaks a frame rule: an SDK 1.x server exits when
+  its first request is not ``initialize``), or a handshake refused with
+  ``-32022`` after the probe (a server that picks its era at the first
+  request it reads, and whose modern side failed the probe), gets one fresh
+  process, and that process sees the handshake alone, exactly as
   ``protocol="legacy"`` would send it. A handshake that fails otherwise (it
-  times out, the server exits, any other JSON-RPC error) is not tried again:
-  the handshake alone would have failed the same way.
+  times out, the server exits after answering the probe, any other JSON-RPC
+  error) is not tried again: the handshake alone would have failed the same
+  way. Nothing is probed twice.
 
 A probe that a server answers with an error costs one round trip more than
 the handshake alone; that is the price of ``auto`` for a handshake-era server.
+What ``auto`` settled may be kept (:class:`EraMemory`, :func:`remembering`):
+``Servers`` and the CLI keep it per configured server across respawns, so the
+next process of the same server is sent its era's opening request alone (and
+is probed again only if that fails).
 
 This module only chooses and constructs: a :class:`~._legacy.LegacyEra` or a
 :class:`~._modern.ModernEra` opens the session and, once its opening result
@@ -44,9 +64,15 @@ settles the era, makes itself the core's era (``_Core.adopt``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import functools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._catalog import ServerInfo
 from ._errors import (
@@ -57,9 +83,9 @@ from ._errors import (
     RemoteError,
     Timeout,
 )
-from ._legacy import LegacyEra
+from ._legacy import LegacyEra, initialize_params
 from ._limits import seconds
-from ._modern import ModernEra, NoCommonVersion, refused_versions, versions_refused
+from ._modern import ModernEra, NoCommonVersion, versions_refused
 from ._versions import (
     DEFAULT_HANDSHAKE_VERSION,
     HANDSHAKE_PROTOCOL_VERSIONS,
@@ -69,31 +95,45 @@ from ._versions import (
     MODERN_PROTOCOL_VERSIONS,
     SUPPORTED_PROTOCOL_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
+    advertised_versions,
     newest_mutual,
 )
 
 if TYPE_CHECKING:
+    from ._pending import _Watched
     from ._session import _Core
+    from ._transports._base import Outbound, Transport
 
 __all__ = [
-    "HTTP_PROBE_TIMEOUT_MS",
-    "PROBE_TIMEOUT_MS",
+    "HTTP_PROBE_GRACE_MS",
+    "PROBE_BUSY_MAX_MS",
+    "PROBE_GRACE_MS",
     "PROTOCOLS",
+    "EraMemory",
     "Negotiated",
     "check_protocol",
     "negotiate",
+    "remembering",
 ]
 
 PROTOCOLS = ("auto", "legacy", "modern")
 
-PROBE_TIMEOUT_MS = 1_000
-"""How long ``auto`` waits for its ``server/discover`` probe over stdio (or
-``handshake_timeout_ms``, if shorter) before it tries the handshake. A server
-that ignores the probe costs this much at connect; a modern server slower
-than this to start is still found (see the module docstring)."""
-HTTP_PROBE_TIMEOUT_MS = 3_000
-"""The same over HTTP, where a server already listens but a first request may
-cross a slow network or wake a cold instance."""
+PROBE_GRACE_MS = 250
+"""How long ``auto``'s probe may go unanswered over stdio, counted from the
+moment the server has read it, before the handshake is sent as well (the
+probe stays open). A server that ignores the probe costs about this much at
+connect; a dual-era server answers within milliseconds of reading it. Also
+how long a modern answer waits for the fate of a handshake already sent."""
+HTTP_PROBE_GRACE_MS = 500
+"""The same over HTTP, counted from the moment the probe is sent (nothing
+tells when the server has read it), with room for a round trip."""
+PROBE_BUSY_MAX_MS = 2_000
+"""How much longer than :data:`PROBE_GRACE_MS` the probe may wait after the
+server read it while the server is seen busy (a thread running or runnable:
+on a loaded machine a dual-era server may need more than the grace period to
+produce its answer). Linux only."""
+_TICK = 0.01
+"""How often the pipe is looked at while the probe waits to be read (s)."""
 
 
 def check_protocol(protocol: object, protocol_version: object) -> tuple[str, str | None]:
@@ -127,8 +167,33 @@ class Negotiated:
     server_info: ServerInfo
 
 
-class _Dead(Exception):
-    """The probe ended the session in a way a fresh transport can repair."""
+class EraMemory:
+    """The era ``auto`` settled for one configured server, kept by its owner
+    (a ``Servers`` slot, the CLI) across the server's respawns in this
+    process: the era is a property of the server (2026-07-28, "Versioning and
+    Compatibility"), so its next process is sent that era's opening request
+    alone. A remembered era that fails is forgotten (the next start probes)."""
+
+    __slots__ = ("era",)
+
+    def __init__(self) -> None:
+        # Written by the connecting thread only (a Servers slot connects
+        # under its own lock); a stale read costs a probe, nothing more.
+        self.era: str | None = None
+
+
+# The memory the connect running in this context reads and updates.
+_MEMORY: ContextVar[EraMemory | None] = ContextVar("mcp_sync_era_memory", default=None)
+
+
+@contextlib.contextmanager
+def remembering(memory: EraMemory) -> Iterator[None]:
+    """``connect()`` calls inside use and update ``memory`` under ``protocol="auto"``."""
+    token = _MEMORY.set(memory)
+    try:
+        yield
+    finally:
+        _MEMORY.reset(token)
 
 
 class _Fresh(Exception):
@@ -137,9 +202,7 @@ class _Fresh(Exception):
 
 @dataclass(frozen=True)
 class _Fallback:
-    """No modern server; ``silent``: the probe was never answered."""
-
-    silent: bool
+    """No modern server (the handshake comes next)."""
 
 
 def negotiate(
@@ -147,6 +210,7 @@ def negotiate(
 ) -> Negotiated:
     """Open a session with ``open_core()`` (which starts its transport), settle
     its era and fetch the catalog. On any failure nothing is left running."""
+    memory = _MEMORY.get() if protocol == "auto" else None
     core = open_core()
     try:
         if protocol == LEGACY:
@@ -156,14 +220,19 @@ def negotiate(
             version = pinned or LATEST_MODERN_VERSION
             return _finish(core, _discover(core, version, pinned=pinned is not None, http=http))
         try:
-            return _auto(core, http=http)
+            done = _auto(core, http=http, known=memory.era if memory is not None else None)
         except _Fresh:
             # Whatever the server made of the probe, a fresh one sees only the
             # handshake, exactly as protocol="legacy" would have sent it.
             core.discard()
             core = open_core()
-            return _finish(core, _handshake(core, DEFAULT_HANDSHAKE_VERSION))
+            done = _finish(core, _handshake(core, DEFAULT_HANDSHAKE_VERSION))
+        if memory is not None:
+            memory.era = done.core.era.name
+        return done
     except McpError as exc:
+        if memory is not None:
+            memory.era = None
         core.terminate(exc, wait=True)
         raise
     except BaseException:
@@ -171,29 +240,18 @@ def negotiate(
         raise
 
 
-def _auto(core: _Core, *, http: bool) -> Negotiated:
-    """Probe, then the handshake on anything but positive evidence. Raises
-    :class:`_Fresh` when only a fresh transport can still connect the way
-    ``protocol="legacy"`` would."""
-    try:
+def _auto(core: _Core, *, http: bool, known: str | None) -> Negotiated:
+    """``auto``: the remembered era's opening request, or the race between the
+    probe and the handshake. Raises :class:`_Fresh` when only a fresh
+    transport can still connect the way ``protocol="legacy"`` would."""
+    if known == LEGACY:
+        return _finish(core, _handshake(core, DEFAULT_HANDSHAKE_VERSION, auto=True))
+    if known == MODERN:
         outcome = _probe(core, http=http)
-    except _Dead:
-        raise _Fresh from None
-    if isinstance(outcome, ServerInfo):
-        return _finish(core, outcome)
-    try:
-        info = _handshake(core, DEFAULT_HANDSHAKE_VERSION, auto=True)
-    except RemoteError as exc:
-        modern = _reprobe(core, exc, outcome.silent, http=http)
-        if modern is not None:
-            return _finish(core, modern)
-        # A -32022 here says the probe set this process to the modern era (a
-        # server that picks its era at the first request it reads); a fresh
-        # one has seen nothing. Any other refusal is the handshake's own.
-        if http or exc.code != UNSUPPORTED_PROTOCOL_VERSION:
-            raise
-        raise _Fresh from None
-    return _finish(core, info)
+        if isinstance(outcome, ServerInfo):
+            return _finish(core, outcome)
+        return _finish(core, _fallback_handshake(core, http=http))
+    return _finish(core, _Race(core, http=http).run())
 
 
 def _finish(core: _Core, info: ServerInfo) -> Negotiated:
@@ -208,8 +266,7 @@ def _finish(core: _Core, info: ServerInfo) -> Negotiated:
 
 def _handshake(core: _Core, version: str, *, pinned: bool = False, auto: bool = False) -> ServerInfo:
     """``initialize`` at ``version``. A ``-32022`` naming a handshake-era
-    version both sides speak is answered once more at that version; one naming
-    a modern version is left to ``auto`` to probe again."""
+    version both sides speak is answered once more at that version."""
     try:
         return _initialize(core, version)
     except RemoteError as exc:
@@ -217,6 +274,25 @@ def _handshake(core: _Core, version: str, *, pinned: bool = False, auto: bool = 
         if retry is None:
             raise
     return _initialize(core, retry)
+
+
+def _fallback_handshake(core: _Core, *, http: bool) -> ServerInfo:
+    """The handshake after a probe that found no modern server. Over stdio a
+    ``-32022`` here says the probe set this process to the modern era (a
+    server that picks its era at the first request it reads); a fresh one has
+    seen nothing. Any other refusal is the handshake's own."""
+    try:
+        return _handshake(core, DEFAULT_HANDSHAKE_VERSION, auto=True)
+    except RemoteError as exc:
+        if http or exc.code != UNSUPPORTED_PROTOCOL_VERSION:
+            raise
+        raise _Fresh from None
+
+
+def _legacy_era() -> LegacyEra:
+    from ._session import CLIENT_INFO
+
+    return LegacyEra(DEFAULT_HANDSHAKE_VERSION, client_info=CLIENT_INFO)
 
 
 def _initialize(core: _Core, version: str) -> ServerInfo:
@@ -233,7 +309,7 @@ def _version_to_retry(
     """The version to send ``initialize`` again at, ``None`` to let the
     refusal stand (never raised from here: a frame that raised its own
     argument would keep the whole stack alive in a cycle)."""
-    supported = refused_versions(exc) if exc.code == UNSUPPORTED_PROTOCOL_VERSION else None
+    supported = _refused_versions(exc) if exc.code == UNSUPPORTED_PROTOCOL_VERSION else None
     if supported is None:
         return None
     if auto and newest_mutual(supported, MODERN_PROTOCOL_VERSIONS) is not None:
@@ -246,6 +322,12 @@ def _version_to_retry(
             ours = SUPPORTED_PROTOCOL_VERSIONS if auto else HANDSHAKE_PROTOCOL_VERSIONS
         raise versions_refused(core.server, supported, ours) from None
     return mutual
+
+
+def _refused_versions(exc: RemoteError) -> tuple[str, ...] | None:
+    from ._modern import refused_versions
+
+    return refused_versions(exc)
 
 
 # ------------------------------------------------------------------ modern
@@ -280,36 +362,43 @@ def _discover(core: _Core, version: str, *, pinned: bool, http: bool) -> ServerI
     return info
 
 
-def _probe(core: _Core, *, http: bool, version: str = LATEST_MODERN_VERSION,
-           timeout_ms: int | None = None) -> ServerInfo | _Fallback:
-    """``server/discover`` as ``auto``'s probe: the server's info when it is
-    modern, else a :class:`_Fallback`. Raises :class:`_Dead` when the probe
-    ended the session and a fresh transport can try the handshake, and a
-    :class:`NoCommonVersion` when the server speaks nothing this client does."""
-    if timeout_ms is None:
-        timeout_ms = PROBE_TIMEOUT_MS if not http else HTTP_PROBE_TIMEOUT_MS
-    timeout = seconds(min(core.limits.handshake_timeout_ms, timeout_ms))
-    era = _modern(core, version, http=http)
+def _probe(core: _Core, *, http: bool) -> ServerInfo | _Fallback:
+    """``server/discover`` alone, with the whole handshake budget, to a
+    server remembered as modern: the server's info, else a :class:`_Fallback`.
+    Raises :class:`_Fresh` when the probe ended the session and a fresh
+    transport can try the handshake."""
+    era = _modern(core, LATEST_MODERN_VERSION, http=http)
     try:
-        result = era.open(core, timeout)
-    except Timeout:
-        return _Fallback(silent=True)
-    except NoCommonVersion as exc:
+        result = era.open(core, seconds(core.limits.handshake_timeout_ms))
+    except McpError as exc:
+        return _refusal(core, exc, http=http)
+    info = era.adopt(core, result, strict=False)
+    return info if info is not None else _Fallback()
+
+
+def _modern_evidence(result: object) -> bool:
+    """Whether a probe's result is a ``DiscoverResult`` listing a modern
+    version both sides speak (what ``ModernEra.adopt`` will take)."""
+    theirs = advertised_versions(result.get("supportedVersions")) if isinstance(result, dict) else None
+    return theirs is not None and newest_mutual(theirs, MODERN_PROTOCOL_VERSIONS) is not None
+
+
+def _refusal(core: _Core, exc: McpError, *, http: bool) -> _Fallback:
+    """What a probe's error says: no modern server (a :class:`_Fallback`), or
+    raised: versions in common with nobody, credentials, a session ended in
+    a way a fresh transport cannot repair. :class:`_Fresh` when it can."""
+    if isinstance(exc, NoCommonVersion):
         # -32022 listing no modern version this client speaks.
         if newest_mutual(exc.theirs, HANDSHAKE_PROTOCOL_VERSIONS) is not None:
-            return _Fallback(silent=False)
+            return _Fallback()
         raise versions_refused(core.server, exc.theirs, SUPPORTED_PROTOCOL_VERSIONS) from None
-    except RemoteError:
-        return _Fallback(silent=False)  # any other JSON-RPC error: a handshake-era server
-    except AuthError:
-        raise  # credentials are not an answer about the era (a login may follow)
-    except McpError:
-        _raise_unless_repairable(core, http)
-        # -32022 without a usable list, or twice; a result type this client
-        # does not know: no positive evidence.
-        return _Fallback(silent=False)
-    info = era.adopt(core, result, strict=False)
-    return info if info is not None else _Fallback(silent=False)
+    if isinstance(exc, AuthError):
+        raise exc  # credentials are not an answer about the era (a login may follow)
+    # Any other JSON-RPC error, -32022 without a usable list, or twice, a
+    # result type this client does not know: no positive evidence, unless
+    # the session ended with it.
+    _raise_unless_repairable(core, http)
+    return _Fallback()
 
 
 def _raise_unless_repairable(core: _Core, http: bool) -> None:
@@ -321,27 +410,353 @@ def _raise_unless_repairable(core: _Core, http: bool) -> None:
     if terminal is None:
         return
     if isinstance(terminal, ProtocolError) or (not http and isinstance(terminal, ConnectionClosed)):
-        raise _Dead
+        raise _Fresh
     raise terminal._copy()
 
 
-def _reprobe(core: _Core, refusal: RemoteError, silent: bool, *, http: bool) -> ServerInfo | None:
-    """The fallback handshake was refused. A ``-32022`` naming a modern
-    version, or any refusal after a probe nobody answered (a modern server
-    that was slow to start is up now), earns one more probe."""
-    version = LATEST_MODERN_VERSION
-    if refusal.code == UNSUPPORTED_PROTOCOL_VERSION:
-        mutual = newest_mutual(refused_versions(refusal) or (), MODERN_PROTOCOL_VERSIONS)
-        if mutual is None:
-            return None
-        version = mutual
-    elif not silent:
-        return None
-    if core.terminal is not None:
-        return None
+# ------------------------------------------------------------------ the race
+
+
+class _Attempt:
+    """One opening request (the probe or the handshake) waited for on a
+    daemon thread of its own, so that the other can be sent while it is
+    out. It is the request's :class:`~._pending.Watch`: its wait ends with
+    the reply, at its deadline, or when the race is decided without it."""
+
+    __slots__ = ("_cond", "_thread", "crash", "deadline", "done", "error", "result", "sent", "stopped")
+
+    def __init__(self, cond: threading.Condition, name: str, deadline: float,
+                 send: Callable[[_Attempt], Any]) -> None:
+        self._cond = cond
+        self.deadline = deadline
+        self.stopped = False
+        self.sent = False  # written, or queued for the writer
+        self.done = False
+        self.result: Any = None
+        self.error: McpError | None = None
+        self.crash: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(send,), name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self, send: Callable[[_Attempt], Any]) -> None:
+        result: Any = None
+        error: McpError | None = None
+        crash: BaseException | None = None
+        try:
+            result = send(self)
+        except McpError as exc:
+            error = exc.with_traceback(None)
+        except BaseException as exc:  # a bug: raised again in the negotiating thread
+            crash = exc
+        with self._cond:
+            self.result, self.error, self.crash, self.done = result, error, crash, True
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        """Stop waiting for the reply (it is dropped when it comes)."""
+        with self._cond:
+            self.stopped = True
+            self._cond.notify_all()
+
+    def join(self) -> None:
+        self._thread.join()
+
+    # ------------------------------------------------------------ Watch
+
+    def wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def retry(self) -> None:
+        """Nothing to reset: the probe's one retry (after -32022) has the same deadline."""
+
+    def follow(self, entry: _Watched, transport: Transport, item: Outbound, timeout: float) -> bool:
+        # Replies are read by the transport's own threads: this thread only waits.
+        if not transport.send(item, timeout):
+            return False
+        with self._cond:
+            self.sent = True
+            self._cond.notify_all()
+            while not entry.done() and not self.stopped:
+                remaining = self.deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(min(remaining, threading.TIMEOUT_MAX))
+        return entry.done()
+
+
+def _busy(pid: int) -> bool:
+    """Whether a thread of process ``pid`` is running or waiting for a CPU
+    (Linux ``/proc``; False when that cannot be read)."""
     try:
-        outcome = _probe(core, http=http, version=version,
-                         timeout_ms=core.limits.handshake_timeout_ms)
-    except _Dead:
-        return None
-    return outcome if isinstance(outcome, ServerInfo) else None
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        end = stat.rfind(b")")  # the name may hold spaces and parentheses
+        if stat[end + 2 : end + 3] == b"R":
+            return True
+    return False
+
+
+def _answered(attempt: _Attempt | None) -> bool:
+    """Whether the server answered this attempt's request (a result or a
+    JSON-RPC error), rather than the session ending or the wait stopping."""
+    if attempt is None or not attempt.done:
+        return False
+    return attempt.error is None or isinstance(attempt.error, (RemoteError, NoCommonVersion))
+
+
+class _Race:
+    """``auto`` without a remembered era: the probe, then (if it goes
+    unanswered after the server has read it) the handshake as well; the
+    first answer decides, by the rules of the module docstring."""
+
+    def __init__(self, core: _Core, *, http: bool) -> None:
+        self.core = core
+        self.http = http
+        self.deadline = time.monotonic() + seconds(core.limits.handshake_timeout_ms)
+        self.modern = _modern(core, LATEST_MODERN_VERSION, http=http)
+        self.legacy = _legacy_era()
+        # Guards the attempts' outcomes and stop flags (and ``refused``):
+        # the negotiating thread waits on it for either attempt to finish;
+        # each attempt's thread waits on it for its reply or its stop.
+        self.cond = threading.Condition(threading.Lock())
+        self.refused = False  # the probe was answered with an error with a null id
+        self.probe: _Attempt | None = None
+        self.handshake: _Attempt | None = None
+
+    def run(self) -> ServerInfo:
+        core = self.core
+        core.unattributed = self._null_id_error
+        try:
+            return self._run()
+        finally:
+            core.unattributed = None
+            for attempt in (self.probe, self.handshake):
+                if attempt is not None:
+                    attempt.stop()
+                    attempt.join()
+
+    def _reraise(self) -> None:
+        """Raise, in the negotiating thread, what broke an attempt's thread (a bug)."""
+        for attempt in (self.probe, self.handshake):
+            if attempt is not None and attempt.crash is not None:
+                raise attempt.crash
+
+    def _null_id_error(self, error: dict[str, Any]) -> bool:
+        """An error with a null id while the probe is out: the probe's
+        refusal by a server that could not read its id (not a diagnostic:
+        the handshake alone would not have caused it). With the handshake
+        out too it cannot be told whose it is, and is dropped."""
+        with self.cond:
+            probe = self.probe
+            if probe is None or probe.done:
+                return False
+            if self.handshake is None:
+                self.refused = True
+                probe.stopped = True
+            self.cond.notify_all()
+        return True
+
+    def _start(self, name: str, send: Callable[[_Attempt], Any]) -> _Attempt:
+        return _Attempt(self.cond, f"mcp_sync-{self.core.server}-{name}", self.deadline, send)
+
+    def _send_probe(self, watch: _Attempt) -> Any:
+        budget = f"handshake_timeout_ms={self.core.limits.handshake_timeout_ms}"
+        server = self.core.server
+        return self.modern.request(
+            self.core, "server/discover", {}, self.deadline,
+            lambda: f"server/discover with server {server!r} ({budget})",
+            cancellable=False, watch=watch,
+        )  # fmt: skip
+
+    def _send_handshake(self, watch: _Attempt) -> Any:
+        from ._session import CLIENT_INFO
+
+        core = self.core
+        budget = f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
+        return self.legacy.request(
+            core, "initialize",
+            initialize_params(DEFAULT_HANDSHAKE_VERSION, core.client_capabilities, CLIENT_INFO),
+            self.deadline,
+            lambda: f"initialize with server {core.server!r} ({budget})",
+            cancellable=False, watch=watch,
+        )  # fmt: skip
+
+    def _phase_one(self, probe: _Attempt, unread: Callable[[], int | None] | None,
+                   grace: float, read_by: float) -> float | None:
+        """The probe alone, until it is answered or has gone unanswered for
+        ``grace`` after the server read it (and stopped being busy, for at
+        most PROBE_BUSY_MAX_MS more). Returns when the server was last seen
+        reading or busy (None: it read nothing by ``read_by``)."""
+        read_at: float | None = None if unread is not None else time.monotonic()
+        first_read = read_at if read_at is not None else 0.0
+        pid = getattr(self.core.transport, "pid", None) if unread is not None else None
+        busy: Callable[[], bool] | None = None
+        if isinstance(pid, int) and os.path.isdir(f"/proc/{pid}/task"):
+            busy = functools.partial(_busy, pid)
+        # Phase one: the probe alone, until it is answered or has gone
+        # unanswered for the grace period after the server read it.
+        with self.cond:
+            while not (probe.done or self.refused):
+                now = time.monotonic()
+                if read_at is None:
+                    assert unread is not None
+                    left = unread() if probe.sent else 1
+                    if left is None or left == 0:
+                        read_at = first_read = now
+                    elif now >= read_by:
+                        break
+                    else:
+                        self.cond.wait(min(read_by - now, _TICK))
+                        continue
+                if busy is not None and now < first_read + seconds(PROBE_BUSY_MAX_MS) and busy():
+                    read_at = now  # still working on something: perhaps its answer
+                if now >= read_at + grace:
+                    break
+                self.cond.wait(min(read_at + grace - now, _TICK if busy is not None else threading.TIMEOUT_MAX))
+        return read_at
+
+    def _run(self) -> ServerInfo:
+        core = self.core
+        # A tight handshake budget shortens the grace: the handshake gets a
+        # budget of its own, and the probe stays out as long as it does.
+        budget = seconds(core.limits.handshake_timeout_ms)
+        grace = min(seconds(HTTP_PROBE_GRACE_MS if self.http else PROBE_GRACE_MS), budget / 4)
+        unread: Callable[[], int | None] | None = None if self.http else getattr(
+            core.transport, "stdin_unread", None
+        )
+        read_by = self.deadline  # the server must have read the probe by then
+        # The probe's own wait outlasts phase one: phase one decides.
+        self.deadline += grace + seconds(PROBE_BUSY_MAX_MS)
+        probe = self.probe = self._start("probe", self._send_probe)
+        read_at = self._phase_one(probe, unread, grace, read_by)
+        with self.cond:
+            settled = probe.done or self.refused
+        self._reraise()
+        if settled:
+            return self._after_probe()
+        if read_at is None:
+            # Never read: the handshake alone would not have been either.
+            probe.stop()
+            probe.join()
+            raise Timeout(
+                f"server {core.server!r} read nothing within "
+                f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
+            )
+        self.deadline = time.monotonic() + budget
+        with self.cond:
+            probe.deadline = self.deadline
+            self.cond.notify_all()
+        handshake = self._start("handshake", self._send_handshake)
+        with self.cond:
+            self.handshake = handshake
+        # Phase two: both are out; the first answer decides.
+        with self.cond:
+            while not (probe.done or handshake.done or self.refused):
+                self.cond.wait()
+            probe_first = probe.done and not self.refused
+        self._reraise()
+        if probe_first:
+            return self._probe_first()
+        return self._handshake_first()
+
+    # ------------------------------------------------------------ verdicts
+
+    def _after_probe(self) -> ServerInfo:
+        """The probe was answered before the handshake was sent: the
+        sequential rules (modern, or the handshake alone)."""
+        probe = self.probe
+        assert probe is not None
+        probe.join()
+        if not self.refused:
+            if probe.error is not None:
+                _refusal(self.core, probe.error, http=self.http)
+            else:
+                info = self.modern.adopt(self.core, probe.result, strict=False)
+                if info is not None:
+                    return info
+        return _fallback_handshake(self.core, http=self.http)
+
+    def _probe_first(self) -> ServerInfo:
+        """The probe was answered while the handshake was out."""
+        probe, handshake = self.probe, self.handshake
+        assert probe is not None and handshake is not None
+        if probe.error is not None or not _modern_evidence(probe.result):
+            if probe.error is not None:
+                _refusal(self.core, probe.error, http=self.http)
+            elif probe.result is not None:
+                self.modern.adopt(self.core, probe.result, strict=False)  # disjoint versions raise
+            return self._handshake_outcome()
+        if not self.http:
+            # Did the handshake pin this process to its era? Its answer, when
+            # it comes within the grace period, says.
+            with self.cond:
+                self.cond.wait_for(lambda: handshake.done, seconds(PROBE_GRACE_MS))
+            self._reraise()
+            if handshake.done and handshake.error is None:
+                return self._legacy(handshake.result)
+        handshake.stop()
+        info = self.modern.adopt(self.core, probe.result, strict=False)
+        assert info is not None
+        return info
+
+    def _handshake_first(self) -> ServerInfo:
+        """The handshake was answered (or the probe refused with a null id)
+        while the probe was out."""
+        probe, handshake = self.probe, self.handshake
+        assert probe is not None and handshake is not None
+        if handshake.done and handshake.error is None:
+            probe.stop()
+            return self._legacy(handshake.result)
+        if self.refused:
+            return self._handshake_outcome()
+        error = handshake.error
+        if isinstance(error, RemoteError):
+            # A modern server that reads requests in order answered the probe
+            # first; one that answers them at once may be a moment behind.
+            with self.cond:
+                self.cond.wait_for(lambda: probe.done, seconds(PROBE_GRACE_MS))
+            self._reraise()
+            if probe.done and probe.error is None and _modern_evidence(probe.result):
+                info = self.modern.adopt(self.core, probe.result, strict=False)
+                assert info is not None
+                return info
+        probe.stop()
+        return self._handshake_outcome()
+
+    def _handshake_outcome(self) -> ServerInfo:
+        """The handshake sent in the race decides alone, as the handshake
+        after a refused probe would (the probe is no longer waited for)."""
+        core = self.core
+        handshake = self.handshake
+        assert handshake is not None
+        with self.cond:
+            self.cond.wait_for(lambda: handshake.done)
+        self._reraise()
+        if self.probe is not None:
+            self.probe.stop()
+        error = handshake.error
+        if error is None:
+            return self._legacy(handshake.result)
+        if isinstance(error, RemoteError):
+            retry = _version_to_retry(core, error, DEFAULT_HANDSHAKE_VERSION, pinned=False, auto=True)
+            if retry is not None:
+                return _initialize(core, retry)
+            if self.http or error.code != UNSUPPORTED_PROTOCOL_VERSION:
+                raise error
+            raise _Fresh
+        if core.terminal is not None and not _answered(self.probe):
+            # The session ended with the probe unanswered: the server may
+            # have exited on reading it (an SDK 1.x server does).
+            _raise_unless_repairable(core, self.http)
+        raise error
+
+    def _legacy(self, result: Any) -> ServerInfo:
+        return self.legacy.adopt(self.core, result, strict=True)

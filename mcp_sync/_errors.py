@@ -25,10 +25,12 @@ __all__ = [
     "NotSupported",
     "ProtocolError",
     "RemoteError",
+    "ResultMismatch",
     "ServerUnavailable",
     "SpawnFailed",
     "Timeout",
     "ToolNotFound",
+    "UrlElicitationRequired",
 ]
 
 
@@ -197,6 +199,125 @@ class RemoteError(McpError):
 
     def _copy(self) -> McpError:
         return RemoteError(self.message, self.code, self.detail)
+
+
+URL_ELICITATION_REQUIRED = -32042
+"""The JSON-RPC code of URLElicitationRequiredError (MCP 2025-11-25, elicitation)."""
+MAX_PENDING_ELICITATIONS = 16
+
+
+class UrlElicitationRequired(RemoteError):
+    """The server refused a request until the user completes a URL-mode
+    elicitation (JSON-RPC error ``-32042``, ``URLElicitationRequiredError``):
+    send the user to :attr:`url`, then retry the request.
+
+    ``url`` is the server's URL, checked to be an absolute ``http(s)`` URL
+    without control characters or spaces; ``display_url`` is the same text
+    escaped for showing (never open it without the user's consent).
+    ``elicitation_id`` is the id the server gave it (or ``None``).
+    ``elicitations`` holds every ``(url, elicitation_id)`` the server listed,
+    first one first. The server's own words for the user are kept in
+    ``detail``, a :class:`Redacted`, like every remote error's.
+    """
+
+    kind = "url_elicitation_required"
+
+    def __init__(
+        self,
+        message: str,
+        code: int = URL_ELICITATION_REQUIRED,
+        detail: Redacted[Any] | None = None,
+        elicitations: tuple[tuple[str, str | None], ...] = (),
+    ) -> None:
+        super().__init__(message, code, detail)
+        self.elicitations = elicitations
+
+    @property
+    def url(self) -> str | None:
+        return self.elicitations[0][0] if self.elicitations else None
+
+    @property
+    def display_url(self) -> str | None:
+        from ._text import escape
+
+        url = self.url
+        return escape(url) if url is not None else None
+
+    @property
+    def elicitation_id(self) -> str | None:
+        return self.elicitations[0][1] if self.elicitations else None
+
+    def _copy(self) -> McpError:
+        return UrlElicitationRequired(self.message, self.code, self.detail, self.elicitations)
+
+
+def remote_error(message: str, code: int, error_message: object, data: object) -> RemoteError:
+    """The error for a JSON-RPC error reply: a :class:`RemoteError`, or for a
+    ``-32042`` that lists at least one usable URL elicitation an
+    :class:`UrlElicitationRequired` (the user has to open that URL first)."""
+    detail: Redacted[Any] = Redacted({"message": error_message, "data": data})
+    if code != URL_ELICITATION_REQUIRED:
+        return RemoteError(message, code, detail)
+    pending = url_elicitations(data)
+    if not pending:
+        return RemoteError(message, code, detail)
+    return UrlElicitationRequired(
+        f"{message}: the user must complete a URL elicitation first, then retry", code, detail, pending
+    )
+
+
+def url_elicitations(data: object) -> tuple[tuple[str, str | None], ...]:
+    """The usable ``(url, elicitationId)`` pairs of a ``-32042`` error's data
+    (``{"elicitations": [{"mode": "url", "url": ..., "elicitationId": ...}]}``)."""
+    from collections.abc import Mapping
+
+    from ._text import valid_url
+
+    listed = data.get("elicitations") if isinstance(data, Mapping) else None
+    if not isinstance(listed, list):
+        return ()
+    out: list[tuple[str, str | None]] = []
+    for entry in listed[:MAX_PENDING_ELICITATIONS]:
+        if not isinstance(entry, Mapping) or entry.get("mode", "url") != "url":
+            continue
+        url = entry.get("url")
+        if not isinstance(url, str) or not valid_url(url):
+            continue
+        elicitation_id = entry.get("elicitationId")
+        usable_id = elicitation_id if isinstance(elicitation_id, str) and len(elicitation_id) <= 256 else None
+        out.append((url, usable_id))
+    return tuple(out)
+
+
+class ResultMismatch(InvalidResponse):
+    """A tool's result does not fit the ``result_type`` the caller gave
+    ``call_tool``. Its kind stays ``invalid_response`` (it is an
+    :class:`InvalidResponse`).
+
+    ``reason`` is ``"is_error"`` (the tool reported a failure instead of a
+    result), ``"missing"`` (the result has no ``structuredContent``) or
+    ``"invalid"`` (it does not validate); ``field`` is the path of the first
+    field that does not fit (``"days[1].high"``; ``None`` for the whole value);
+    ``result`` is the :class:`CallToolResult` as received, to read its
+    content (``None`` on a copy raised again elsewhere).
+    """
+
+    kind = "invalid_response"
+
+    def __init__(
+        self,
+        message: str,
+        reason: str = "invalid",
+        field: str | None = None,
+        result: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.field = field
+        self.result = result
+
+    def _copy(self) -> ResultMismatch:
+        return ResultMismatch(self.message, self.reason, self.field, self.result)
 
 
 class InputRequired(McpError):

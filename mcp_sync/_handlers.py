@@ -21,12 +21,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
 
 from ._catalog import freeze, thaw
 from ._errors import InvalidOption, ProtocolError
 from ._limits import check_limit, seconds
-from ._roots import Root, RootsProvider, has_control_chars, normalize_roots
+from ._roots import Root, RootsProvider, normalize_roots
+from ._text import valid_url
 
 if TYPE_CHECKING:
     from ._core_api import Core
@@ -46,7 +46,6 @@ __all__ = [
 DEFAULT_MAX_CONCURRENCY = 4
 MAX_FORM_FIELDS = 100
 """An elicitation form with more fields than this is refused (-32602)."""
-MAX_URL_CHARS = 8192
 
 # JSON-RPC codes of our error replies.
 METHOD_NOT_FOUND = -32601
@@ -170,8 +169,14 @@ class Handlers:
     - ``roots``: a list of roots (``Root``, ``file://`` URIs, absolute paths)
       or a callable returning one; change it later with
       ``session.set_roots(...)``;
+    - ``tasks``: also let the server send sampling and elicitation requests
+      as tasks (MCP 2025-11-25): the client declares the ``tasks`` capability
+      for the handlers given, answers such a request at once with a task id,
+      runs the handler and serves its result through ``tasks/get`` and
+      ``tasks/result`` (default ``True``; ``False`` declares nothing);
     - ``timeout_ms``: how long a handler may take before the server gets an
-      error instead (default: the session's ``request_timeout_ms``);
+      error instead (default: the session's ``request_timeout_ms``; a task's
+      handler is bounded by the task's TTL instead);
     - ``max_concurrency``: handler threads per session (default 4).
 
     Handlers run on the library's threads, never on the one reading the
@@ -185,6 +190,7 @@ class Handlers:
     roots: RootsProvider | None = None
     timeout_ms: int | None = None
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    tasks: bool = True
 
     def __post_init__(self) -> None:
         for name in ("elicitation", "url_elicitation", "sampling"):
@@ -193,6 +199,8 @@ class Handlers:
                 raise InvalidOption(f"handler {name} must be callable")
         if type(self.sampling_tools) is not bool:
             raise InvalidOption("option sampling_tools must be a bool")
+        if type(self.tasks) is not bool:
+            raise InvalidOption("option tasks must be a bool")
         if self.roots is not None and not callable(self.roots):
             object.__setattr__(self, "roots", normalize_roots(self.roots))
         if self.timeout_ms is not None:
@@ -242,7 +250,7 @@ def parse_elicitation(server: str, params: Mapping[str, Any], cancelled: threadi
         raise _Refused(INVALID_PARAMS, "an elicitation needs a message")
     if mode == "url":
         url = params.get("url")
-        if not isinstance(url, str) or not _valid_url(url):
+        if not isinstance(url, str) or not valid_url(url):
             raise _Refused(INVALID_PARAMS, "a URL elicitation needs an absolute http(s) url")
         elicitation_id = params.get("elicitationId")
         if elicitation_id is not None and not isinstance(elicitation_id, str):
@@ -261,16 +269,6 @@ def parse_elicitation(server: str, params: Mapping[str, Any], cancelled: threadi
         defaults=freeze(defaults),
         cancelled=cancelled,
     )
-
-
-def _valid_url(url: str) -> bool:
-    if len(url) > MAX_URL_CHARS or has_control_chars(url) or any(ch.isspace() for ch in url):
-        return False
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return False
-    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
 
 
 def form_defaults(schema: object) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from ._workers import Workers
 if TYPE_CHECKING:
     from ._era import EraCore
     from ._handlers import Handlers
+    from ._listen import ListenStream, ResourceUpdates
 
 __all__ = ["AUTO_REFRESH_SPACING", "Inbound"]
 
@@ -64,14 +65,40 @@ class Inbound:
         # Serialises refreshes of the tool catalog (explicit and automatic).
         self.refresh_lock = threading.Lock()
         self.last_refresh_error: McpError | None = None
+        # Resource subscriptions and the 2026-07-28 listen stream (._listen):
+        # made on first use, by a subscription or an auto_refresh session.
+        # Guards their making and replacing; nobody waits on it for long.
+        self._made = threading.Lock()
+        self.updates: ResourceUpdates | None = None
+        self.stream: ListenStream | None = None
 
     def capabilities(self) -> dict[str, Any]:
         return self._handlers.capabilities() if self._handlers is not None else {}
 
     def wants_server_messages(self) -> bool:
         """Whether anything here serves what a server sends unasked (server
-        requests, list_changed): then an HTTP session opens its GET stream."""
-        return bool(self.capabilities()) or self.auto_refresh
+        requests, list_changed, resource updates): then an HTTP session
+        opens its GET stream."""
+        return bool(self.capabilities()) or self.auto_refresh or self.updates is not None
+
+    def resource_updates(self) -> ResourceUpdates:
+        """The session's resource subscriptions (made on first use)."""
+        with self._made:
+            if self.updates is None:
+                from ._listen import ResourceUpdates
+
+                self.updates = ResourceUpdates(self._core.server)
+            return self.updates
+
+    def listen_stream(self, lists: tuple[str, ...]) -> ListenStream:
+        """The 2026-07-28 listen stream (started on first use), listening
+        to the changes of ``lists`` and to the session's subscriptions."""
+        with self._made:
+            if self.stream is None:
+                from ._listen import ListenStream
+
+                self.stream = ListenStream(self._core, lists)
+            return self.stream
 
     # ------------------------------------------------------- from the reader
 
@@ -91,8 +118,16 @@ class Inbound:
                 self._refresher.submit(self._auto_refresh)
         elif method == "notifications/cancelled":
             self.requests.cancelled(params)
-        # Everything else (resources/updated, tasks/status, elicitation/complete...)
-        # is received and dropped.
+        elif method == "notifications/resources/updated":
+            updates = self.updates
+            if updates is not None:
+                updates.notify(params)
+        elif method == "notifications/subscriptions/acknowledged":
+            stream = self.stream
+            if stream is not None:
+                stream.acknowledged(params)
+        # Everything else (tasks/status, elicitation/complete...) is received
+        # and dropped.
 
     def request(self, request_id: int | str, method: str, params: object) -> None:
         if self._core.terminal is not None:
@@ -133,4 +168,9 @@ class Inbound:
         self._events.close(max(0.0, deadline - time.monotonic()))
         self._refresher.close(max(0.0, deadline - time.monotonic()))
         self.background.close(max(0.0, deadline - time.monotonic()))
+        stream, updates = self.stream, self.updates
+        if stream is not None:
+            stream.close(max(0.0, deadline - time.monotonic()))
+        if updates is not None:
+            updates.close(max(0.0, deadline - time.monotonic()))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from itertools import accumulate, compress, repeat
 from operator import eq, sub
 from typing import Any
@@ -46,24 +47,45 @@ _MEMBER = re.compile(rb'"[^"]*+"[ \t\r\n]*+:')
 _TRANSLATE = bytes.maketrans(b"[{]}\0", b"\x02\x02\x00\x00\x01")
 _DELETE = bytes(b for b in range(256) if b not in b"[]{}\0")
 _WHITESPACE = b" \t\r\n"
+_SPAN = 65536
 # The smallest integer that a double cannot hold: float() of it overflows.
 _INT_OVERFLOW = 2**1024 - 2**970
 
 
-def _depth_profile(text: bytes) -> tuple[int, bool]:
+def _depth_profile(text: bytes, enough: int | None = None) -> tuple[int, bool]:
     """The deepest nesting of ``text`` and whether its top-level object has a
     member named ``jsonrpc``: linear time, no recursion, no parsing.
 
     Brackets inside string literals are ignored. For invalid JSON the answer
-    is meaningless but finite; the parser rejects such text anyway.
+    is meaningless but finite; the parser rejects such text anyway. With
+    ``enough``, the scan stops once both answers are known: deeper than
+    that, and a top-level ``jsonrpc`` member.
     """
     kept = _STRINGS.sub(rb"\g<key>", text.replace(b"\0", b""))
     stream = _MEMBER.sub(b"\0", kept).translate(_TRANSLATE, _DELETE)
-    if not stream:
-        return 0, False
-    depths = list(accumulate(map(sub, stream, repeat(1))))
-    # A member marker adds nothing, so the depth at it is its object's depth.
-    return max(depths), 1 in compress(depths, map(eq, stream, repeat(1)))
+    del kept
+    deepest, top_member, depth = 0, False, 0
+    # A span at a time: one list of depths for a whole frame of brackets
+    # cost some 40 bytes per byte (an int object each), gigabytes at the
+    # frame limit.
+    for start in range(0, len(stream), _SPAN):
+        part = stream[start : start + _SPAN]
+        depths = list(accumulate(map(sub, part, repeat(1)), initial=depth))
+        peak = max(depths)
+        deepest = peak if peak > deepest else deepest
+        # A member marker adds nothing, so the depth at it is its object's
+        # depth (depths[0] is the previous span's last depth: skipped).
+        if not top_member:
+            top_member = 1 in compress(depths, _markers(part))
+        depth = depths[-1]
+        if enough is not None and top_member and deepest > enough:
+            break
+    return deepest, top_member
+
+
+def _markers(part: bytes) -> Iterator[bool]:
+    yield False
+    yield from map(eq, part, repeat(1))
 
 
 def json_depth(text: bytes) -> int:
@@ -165,7 +187,7 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
     except UnicodeDecodeError:
         return None
     if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH:
-        depth, has_jsonrpc = _depth_profile(line)
+        depth, has_jsonrpc = _depth_profile(line, MAX_JSON_DEPTH)
         if depth > MAX_JSON_DEPTH:
             # Too deep to parse without recursion: a message only if its
             # top-level object names jsonrpc (else it is noise).

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._catalog import ServerInfo, Tool
+from ._catalog import ServerInfo, Tool, bounded_instructions
 from ._era import COMPLETE, TASK, EraCore, check_capabilities, server_info
 from ._errors import ProtocolError
 from ._limits import request_budget, seconds
@@ -26,7 +26,20 @@ if TYPE_CHECKING:
     from ._era import Route
     from ._pending import Watch
 
-__all__ = ["LegacyEra", "initialize_params"]
+__all__ = ["TASKS_SINCE", "LegacyEra", "handshake_capabilities", "initialize_params"]
+
+TASKS_SINCE = "2025-11-25"
+"""The first revision with tasks, and so with the client's ``tasks`` capability."""
+
+
+def handshake_capabilities(core: EraCore, version: str) -> Mapping[str, Any]:
+    """The client capabilities ``initialize`` declares at ``version``: the
+    handlers', plus ``tasks`` from 2025-11-25 on when the handlers run server
+    requests as tasks (the modern era has no server requests to run)."""
+    tasks = core.inbound.requests.task_capability() if version >= TASKS_SINCE else None
+    if tasks is None:
+        return core.client_capabilities
+    return {**core.client_capabilities, "tasks": tasks}
 
 
 def initialize_params(
@@ -51,6 +64,7 @@ class LegacyEra:
     name = LEGACY
     any_structured = False
     input_rounds = False  # no input_required in this era
+    version_retry = False  # a refusal of a request is that request's answer
 
     def __init__(self, version: str | None, *, client_info: Mapping[str, str]) -> None:
         self._version = version
@@ -67,7 +81,7 @@ class LegacyEra:
         budget = f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
         return core.request(
             "initialize",
-            initialize_params(self._version, core.client_capabilities, self._client_info),
+            initialize_params(self._version, handshake_capabilities(core, self._version), self._client_info),
             timeout,
             lambda: f"initialize with server {core.server!r} ({budget})",
             cancellable=False,
@@ -83,7 +97,8 @@ class LegacyEra:
         if not isinstance(version, str) or version not in HANDSHAKE_PROTOCOL_VERSIONS:
             raise ProtocolError(f"{where} answered initialize with an unsupported protocolVersion")
         check_capabilities(result.get("capabilities"), where, "initialize")
-        info = server_info(result.get("serverInfo"))
+        instructions = bounded_instructions(core.server, core.limits, result.get("instructions"))
+        info = server_info(result.get("serverInfo"), instructions)
         # The server chose the version: the HTTP transport sends it from now on.
         self._version = version
         core.adopt(self, result["capabilities"])
@@ -106,7 +121,7 @@ class LegacyEra:
         where = f"server {core.server!r}"
         result = core.request(
             "initialize",
-            initialize_params(version, core.client_capabilities, self._client_info),
+            initialize_params(version, handshake_capabilities(core, version), self._client_info),
             max(0.0, deadline - time.monotonic()),
             lambda: f"initialize of a new session with {where}",
             cancellable=False,
@@ -121,6 +136,12 @@ class LegacyEra:
         return core.load_catalog()
 
     # ------------------------------------------------------------ requests
+
+    def frame(
+        self, method: str, params: Mapping[str, Any], *, tasks: bool = False
+    ) -> tuple[dict[str, Any], dict[str, str] | None]:
+        """Plain JSON-RPC: the params as they are, no headers of its own."""
+        return (params if type(params) is dict else dict(params)), None
 
     def request(
         self,
@@ -181,6 +202,27 @@ class LegacyEra:
             {"level": level},
             seconds(timeout_ms),
             lambda: f"logging/setLevel on server {server!r} ({option}={timeout_ms})",
+        )
+
+    def notification_meta(self) -> dict[str, Any] | None:
+        return None  # plain JSON-RPC
+
+    def subscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        """``resources/subscribe``; over HTTP the updates come on the GET
+        stream, opened first (the session now serves what the server sends unasked)."""
+        self.listen(core)
+        self._subscription(core, "resources/subscribe", uri, deadline)
+
+    def unsubscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        self._subscription(core, "resources/unsubscribe", uri, deadline)
+
+    def _subscription(self, core: EraCore, method: str, uri: str, deadline: float) -> None:
+        server = core.server
+        core.request(
+            method,
+            {"uri": uri},
+            max(0.0, deadline - time.monotonic()),
+            lambda: f"{method} of {uri[:200]!a} on server {server!r}",
         )
 
     # ------------------------------------------------------------ tasks

@@ -9,7 +9,9 @@ Three loggers under ``logging.getLogger("mcp_sync")`` (which has only a
 - ``mcp_sync.calls``: one DEBUG record when a tool call starts and one when
   it finishes (with its latency and outcome);
 - ``mcp_sync.servers``: :class:`mcp_sync.Servers` replacing a server, holding
-  one back after repeated failures, and its health checks.
+  one back after repeated failures, and its health checks;
+- ``mcp_sync.transport``: the HTTP transport resuming an event stream
+  (``Last-Event-ID``) and starting a new session after a 404.
 
 Every record carries its fields as attributes (``logging``'s ``extra=``),
 each named ``mcp_*``: ``mcp_event`` and ``mcp_server`` always, the others
@@ -29,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,10 +44,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALLS",
+    "TRACING",
     "DEBUG",
     "ROOT",
     "SERVERS",
     "SESSION",
+    "TRANSPORT",
     "cancelled",
     "check_traceparent",
     "connect_failed",
@@ -53,6 +58,7 @@ __all__ = [
     "logged_call",
     "servers_event",
     "torn_down",
+    "transport_event",
 ]
 
 DEBUG = logging.DEBUG
@@ -62,6 +68,7 @@ ROOT.addHandler(logging.NullHandler())
 SESSION = logging.getLogger("mcp_sync.session")
 CALLS = logging.getLogger("mcp_sync.calls")
 SERVERS = logging.getLogger("mcp_sync.servers")
+TRANSPORT = logging.getLogger("mcp_sync.transport")
 
 
 def _emit(
@@ -256,3 +263,45 @@ def check_traceparent(value: object) -> str:
             "(version-traceid-parentid-flags in lowercase hex, ids not all zero)"
         )
     return value
+
+
+# ------------------------------------------------------------------ transport
+
+
+def transport_event(level: int, event: str, server: str, message: str, *args: object, **fields: Any) -> None:
+    """An HTTP transport's recovery: ``resume`` (a reply stream GET again with
+    ``Last-Event-ID``), ``listen_resume`` (the standalone stream, likewise),
+    ``renew`` (a new session after a 404) and ``renew_failed``. Never the
+    event id or the session id (both the server's choice)."""
+    _emit(TRANSPORT, level, event, server, message, *args, **fields)
+
+
+# ------------------------------------------------------------------ tracing
+
+
+class _Tracing:
+    """The seam :mod:`mcp_sync.otel` plugs into, without importing
+    OpenTelemetry: both fields stay None until ``otel.instrument()``.
+
+    ``hook(core, method, params, timeout, describe, cancellable, watch,
+    headers)`` runs every request the sessions send (a span around it);
+    ``log_context(server)`` gives the trace ids a server log record carries.
+    """
+
+    __slots__ = ("_local", "hook", "log_context")
+
+    def __init__(self) -> None:
+        self.hook: Callable[..., Any] | None = None
+        self.log_context: Callable[[str], dict[str, str] | None] | None = None
+        # Set on a thread while the hook runs the request it wraps, so the
+        # request path does not wrap it twice.
+        self._local = threading.local()
+
+    def inside(self) -> bool:
+        return getattr(self._local, "inside", False)
+
+    def set_inside(self, value: bool) -> None:
+        self._local.inside = value
+
+
+TRACING = _Tracing()

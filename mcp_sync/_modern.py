@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._catalog import ServerInfo, Tool
+from ._catalog import ServerInfo, Tool, bounded_instructions
 from ._era import (
     COMPLETE,
     INPUT_REQUIRED,
@@ -37,7 +37,8 @@ from ._era import (
     check_capabilities,
     server_info,
 )
-from ._errors import InvalidResponse, McpError, ProtocolError, RemoteError
+from ._errors import InvalidResponse, McpError, NotSupported, ProtocolError, RemoteError
+from ._limits import seconds
 from ._mcp_headers import Binding, InvalidHeaders, header_bindings, param_headers, standard_headers
 from ._tasks import cancel_in_background, check_task_option, follow_modern_task, offers_task_extension
 from ._versions import (
@@ -118,6 +119,7 @@ class ModernEra:
     name = MODERN
     any_structured = True  # since 2026-07-28 structured content may be any JSON value
     input_rounds = True
+    version_retry = True  # a -32022 refusal is answered by sending the request again
 
     def __init__(
         self,
@@ -192,7 +194,10 @@ class ModernEra:
         check_capabilities(result.get("capabilities"), where, "server/discover")
         meta = result.get("_meta")
         stamp = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
-        info = server_info(stamp if isinstance(stamp, dict) else result.get("serverInfo"))
+        info = server_info(
+            stamp if isinstance(stamp, dict) else result.get("serverInfo"),
+            bounded_instructions(core.server, core.limits, result.get("instructions")),
+        )
         if mutual != self._version:
             self._use(mutual)
         core.adopt(self, result["capabilities"])
@@ -200,8 +205,48 @@ class ModernEra:
         return info
 
     def listen(self, core: EraCore) -> None:
-        """Nothing to open: the revision has no server requests, and what a
-        request's progress and logs need comes on its own reply stream."""
+        """With ``auto_refresh``, open the ``subscriptions/listen`` stream for
+        the list changes the server declares (see ``._listen``) and wait, up
+        to ``handshake_timeout_ms``, for its acknowledgment, so that no change
+        after the first catalog walk is missed. (The revision has no server
+        requests; a request's progress and logs come on its own reply stream.)"""
+        inbound = core.inbound
+        if not inbound.auto_refresh:
+            return
+        declared = core.server_capabilities
+        lists = tuple(
+            kind for kind in ("tools", "resources", "prompts")
+            if isinstance(declared.get(kind), Mapping) and declared[kind].get("listChanged") is True
+        )  # fmt: skip
+        if not lists:
+            return
+        try:
+            inbound.listen_stream(lists).change(seconds(core.limits.handshake_timeout_ms))
+        except McpError:
+            if core.terminal is not None:
+                raise
+            # Logged by the listen thread, which keeps trying; a refresh by
+            # hand works meanwhile.
+
+    def subscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        """A new ``subscriptions/listen`` stream whose filter carries ``uri``
+        replaces the old one; returns once the server acknowledged it."""
+        stream = core.inbound.listen_stream(())
+        stream.change(max(0.0, deadline - time.monotonic()))
+        if not stream.subscribed(uri):
+            raise NotSupported(f"server {core.server!r} did not honor the subscription to {uri[:200]!a}")
+
+    def unsubscribe(self, core: EraCore, uri: str, deadline: float) -> None:
+        stream = core.inbound.stream
+        if stream is not None:
+            stream.change(max(0.0, deadline - time.monotonic()))
+
+    def notification_meta(self) -> dict[str, Any] | None:
+        """The protocol's ``_meta``; over Streamable HTTP the revision has no
+        client notifications at all."""
+        if self.http:
+            raise NotSupported("the 2026-07-28 revision has no client notifications over Streamable HTTP")
+        return dict(self._meta)
 
     def reopen(self, core: EraCore, deadline: float) -> None:
         """Never called: the revision has no protocol session to renew."""
@@ -260,6 +305,20 @@ class ModernEra:
         self._tasks_meta = (meta, with_tasks)
         return with_tasks
 
+    def frame(
+        self, method: str, params: Mapping[str, Any], *, tasks: bool = False
+    ) -> tuple[dict[str, Any], dict[str, str] | None]:
+        """The params as sent (with the protocol's ``_meta``) and the MCP
+        headers of one request."""
+        # The headers first: they may refuse an argument, before any I/O.
+        headers = self.headers(method, params)
+        extra = params.get("_meta")
+        # The caller's own _meta keys (a traceparent, a progress token)
+        # go along; the protocol's are this era's.
+        protocol = self._protocol_meta(tasks)
+        meta = protocol if extra is None else {**extra, **protocol}
+        return {**params, "_meta": meta}, headers
+
     def request(
         self,
         core: EraCore,
@@ -282,14 +341,7 @@ class ModernEra:
         retried = False
         while True:
             sent = self._version
-            # The headers first: they may refuse an argument, before any I/O.
-            headers = self.headers(method, params)
-            extra = params.get("_meta")
-            # The caller's own _meta keys (a traceparent, a progress token)
-            # go along; the protocol's are this era's.
-            protocol = self._protocol_meta(tasks)
-            meta = protocol if extra is None else {**extra, **protocol}
-            full = {**params, "_meta": meta}
+            full, headers = self.frame(method, params, tasks=tasks)
             try:
                 result = core.request(
                     method,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._catalog import CatalogWalk, Snapshot, Tool
-from ._errors import McpError, RemoteError
+from ._errors import McpError, RemoteError, UrlElicitationRequired
 from ._limits import check_limit, seconds
 
 if TYPE_CHECKING:
@@ -25,6 +25,8 @@ __all__ = ["refresh_tools", "with_context"]
 def with_context(error: McpError, prefix: str) -> McpError:
     """``error`` with ``prefix`` put before its message, same kind."""
     message = f"{prefix}: {error.message}"
+    if isinstance(error, UrlElicitationRequired):
+        return UrlElicitationRequired(message, error.code, error.detail, error.elicitations)
     if isinstance(error, RemoteError):
         return RemoteError(message, error.code, error.detail)
     return type(error)(message)

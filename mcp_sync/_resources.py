@@ -414,11 +414,22 @@ def list_resource_templates(core: Core, timeout_ms: int | None) -> tuple[Resourc
     return _walk(core, _Templates(core.limits), "resources", timeout_ms)
 
 
-def read_resource(core: Core, uri: str, timeout_ms: int | None) -> ReadResourceResult:
+def _with_meta(core: Core, params: dict[str, Any], meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    if meta is not None:  # the caller's keys; the era's own win
+        from ._extend import check_meta
+
+        params["_meta"] = check_meta(meta, core.limits.max_outbound_frame_bytes)
+    return params
+
+
+def read_resource(
+    core: Core, uri: str, timeout_ms: int | None, meta: Mapping[str, Any] | None = None
+) -> ReadResourceResult:
     """``Session.read_resource``: ``resources/read`` of one URI."""
     core.require("resources", "resources/read")
     uri = _string(uri, "uri")
-    result = _ask(core, "resources/read", {"uri": uri}, timeout_ms, f"resources/read of {uri[:200]!a}")
+    params = _with_meta(core, {"uri": uri}, meta)
+    result = _ask(core, "resources/read", params, timeout_ms, f"resources/read of {uri[:200]!a}")
     return parse_contents(result, uri)
 
 
@@ -427,10 +438,20 @@ def list_prompts(core: Core, timeout_ms: int | None) -> tuple[Prompt, ...]:
     return _walk(core, _Prompts(core.limits), "prompts", timeout_ms)
 
 
-def get_prompt(core: Core, name: str, arguments: Mapping[str, str] | None, timeout_ms: int | None) -> GetPromptResult:
+def get_prompt(
+    core: Core,
+    name: str,
+    arguments: Mapping[str, str] | None,
+    timeout_ms: int | None,
+    meta: Mapping[str, Any] | None = None,
+) -> GetPromptResult:
     """``Session.get_prompt``: ``prompts/get`` with string arguments."""
     core.require("prompts", "prompts/get")
-    params = {"name": _string(name, "prompt name"), "arguments": _string_map(arguments, "prompt arguments")}
+    params: dict[str, Any] = {
+        "name": _string(name, "prompt name"),
+        "arguments": _string_map(arguments, "prompt arguments"),
+    }
+    _with_meta(core, params, meta)
     result = _ask(core, "prompts/get", params, timeout_ms, f"prompts/get of prompt {name!a}")
     return parse_prompt(result, name)
 

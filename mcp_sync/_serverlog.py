@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ProtocolError
+from ._log import TRACING
 from ._redact import MAX_STDERR_LINE_BYTES, redact
 from ._text import escape
 from ._workers import Workers
@@ -74,11 +75,15 @@ class ServerLog:
             return
         data = params.get("data")
         name = params.get("logger")
-        if not self._workers.submit(lambda: self._emit(level, mcp_level, name, data)):
+        # Taken as the message arrives: the request in flight on this server then.
+        trace = TRACING.log_context(self._server) if TRACING.log_context is not None else None
+        if not self._workers.submit(lambda: self._emit(level, mcp_level, name, data, trace)):
             with self._lock:
                 self._dropped += 1
 
-    def _emit(self, level: int, mcp_level: object, name: object, data: object) -> None:
+    def _emit(
+        self, level: int, mcp_level: object, name: object, data: object, trace: dict[str, str] | None = None
+    ) -> None:
         with self._lock:
             dropped, self._dropped = self._dropped, 0
         if dropped:
@@ -101,6 +106,7 @@ class ServerLog:
                 "mcp_server": self._server,
                 "mcp_level": shown_level,
                 "mcp_logger": source,
+                **(trace or {}),
             },
         )
 

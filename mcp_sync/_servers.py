@@ -29,12 +29,13 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _log
 from ._client import connect
+from ._eras import EraMemory, remembering
 from ._errors import (
     ConnectionClosed,
     InvalidOption,
@@ -49,6 +50,7 @@ from ._session_api import Session
 
 if TYPE_CHECKING:
     from ._catalog import CallToolResult
+    from ._submit import ToolCall
     from .config import ServerEntry
 
 __all__ = ["DEFAULT_HEALTH_CHECK_TIMEOUT_MS", "RespawnPolicy", "Servers"]
@@ -134,6 +136,8 @@ class _Slot:
     retry_at: float = 0.0  # time.monotonic() before which nothing is started
     ended_by: McpError | None = None  # what ended the session being replaced
     spawns: int = 0  # sessions connected in this process
+    # The era auto settled: a respawn sends that era's opening request alone.
+    era: EraMemory = field(default_factory=EraMemory)
 
     def reset(self) -> None:
         """In a forked child: the parent's lock holders and history stay behind."""
@@ -288,6 +292,40 @@ class Servers:
             tool, arguments, timeout_ms=timeout_ms, traceparent=traceparent
         )
 
+    def submit_tool(
+        self,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+    ) -> ToolCall:
+        """``self.session(server).submit_tool(tool, arguments, ...)``: the
+        handle of a call on that server's current session (connected first if
+        need be, which blocks)."""
+        return self.session(server).submit_tool(
+            tool, arguments, timeout_ms=timeout_ms, traceparent=traceparent
+        )
+
+    def map_tool(  # noqa: PLR0913
+        self,
+        server: str,
+        tool: str,
+        arguments: Iterable[Mapping[str, Any] | None],
+        *,
+        max_in_flight: int = 16,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+    ) -> Iterator[CallToolResult]:
+        """``self.session(server).map_tool(tool, arguments, ...)``, on the
+        session current when it is called (a respawn meanwhile fails the calls
+        in flight, as for call_tool)."""
+        return self.session(server).map_tool(
+            tool, arguments, max_in_flight=max_in_flight, timeout_ms=timeout_ms,
+            traceparent=traceparent,
+        )  # fmt: skip
+
     def close(self) -> None:
         """Close every server's session and stop the health check. Idempotent,
         thread-safe; later use raises :class:`ConnectionClosed`. Runs at
@@ -358,7 +396,8 @@ class Servers:
                 attempt=slot.spawns + 1, failures=slot.failures, cause=cause,
             )  # fmt: skip
         try:
-            session = connect(slot.entry, diagnostics=self._diagnostics)
+            with remembering(slot.era):
+                session = connect(slot.entry, diagnostics=self._diagnostics)
         except McpError as exc:
             slot.attempts += 1
             slot.outcome = slot.last_error = exc

@@ -32,9 +32,9 @@ from ._errors import (
     McpError,
     NotSupported,
     ProtocolError,
-    RemoteError,
     Timeout,
     ToolNotFound,
+    remote_error,
 )
 from ._jsonrpc import check_arguments, decode_line, encode, error_object
 from ._legacy import LegacyEra
@@ -144,8 +144,14 @@ class _Core:
         # handshake-era object without a version: plain JSON-RPC.
         self.era: Era = LegacyEra(None, client_info=CLIENT_INFO)
         self.ended_at = 0.0  # time.monotonic() of the terminal transition
+        # Set by era negotiation while its probe is out: takes an error reply
+        # with a null id (True: taken, no diagnostic event).
+        self.unattributed: Callable[[dict[str, Any]], bool] | None = None
         # Set while user code (the diagnostic observer) runs on this thread.
         self._callback = threading.local()
+        # Run (with terminate's ``wait``) once the session has ended and every
+        # waiter has failed: what else owns threads (submitted calls: ._submit).
+        self.on_end: list[Callable[[bool], None]] = []
         _cores.add(self)
 
     def disown(self) -> None:
@@ -165,6 +171,7 @@ class _Core:
         from ._inbound import Inbound
 
         self.inbound = Inbound(self, None, auto_refresh=False)
+        self.on_end = []
 
     @property
     def protocol_version(self) -> str | None:
@@ -202,6 +209,8 @@ class _Core:
         if self.transport is not None:
             self.transport.shutdown(wait)
         self.inbound.close(wait)
+        for hook in tuple(self.on_end):
+            hook(wait)
 
     def discard(self) -> None:
         """Tear down a session that a fresh one replaces (era negotiation's
@@ -273,6 +282,9 @@ class _Core:
     ) -> Any:
         """Send a request and block for its result, at most ``timeout`` s (or,
         with a ``watch``, until its deadline, which progress may move)."""
+        tracing = _log.TRACING
+        if tracing.hook is not None and not tracing.inside():  # mcp_sync.otel.instrument()
+            return tracing.hook(self, method, params, timeout, describe, cancellable, watch, headers)
         deadline = time.monotonic() + timeout
         request_id = next(self._ids)
         frame = encode(
@@ -314,22 +326,73 @@ class _Core:
             terminal = self._terminal
         if entry is None:
             return False
-        if entry.written and cancellable and terminal is None and self.transport is not None:
-            try:
-                frame = encode(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": "notifications/cancelled",
-                        "params": {"requestId": request_id, "reason": "timed out"},
-                    },
-                    self.limits.max_outbound_frame_bytes,
-                )
-            except ProtocolError:
-                return True
-            # Best effort: a full queue drops it rather than making us late.
-            item = Outbound(frame, NOTIFICATION, request_id, "notifications/cancelled")
-            _log.cancelled(self.server, request_id, self.transport.send_nowait(item))
+        if entry.written and cancellable and terminal is None:
+            self._cancel_notice(request_id, "timed out")
         return True
+
+    def _cancel_notice(self, request_id: int, reason: str) -> None:
+        """Tell the server a request it has read is abandoned, the era's way
+        (``notifications/cancelled``; a modern HTTP request's stream closed)."""
+        transport = self.transport
+        if transport is None:
+            return
+        try:
+            frame = encode(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": request_id, "reason": reason},
+                },
+                self.limits.max_outbound_frame_bytes,
+            )
+        except ProtocolError:
+            return
+        # Best effort: a full queue drops it rather than making us late.
+        item = Outbound(frame, NOTIFICATION, request_id, "notifications/cancelled")
+        _log.cancelled(self.server, request_id, transport.send_nowait(item))
+
+    def submit(
+        self,
+        method: str,
+        params: dict[str, Any],
+        entry: _Pending,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, bool]:
+        """Send a request without waiting for its reply: ``entry`` is in the
+        table before the frame can be written, and whoever takes it off
+        completes it (the reply, the end of the session, :meth:`withdraw`).
+        Returns the request's id and whether the frame was queued within
+        ``timeout`` s (if not, the entry is still in the table)."""
+        request_id = next(self._ids)
+        frame = encode(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
+            self.limits.max_outbound_frame_bytes,
+        )
+        item = _outbound(Outbound, (frame, REQUEST, request_id, method, headers, None))
+        transport = self.transport
+        assert transport is not None
+        try:
+            with self._lock:
+                if self._terminal is not None:
+                    raise self._terminal._copy()
+                self._pending[request_id] = entry
+            return request_id, transport.send(item, timeout)
+        except BaseException:
+            self._abandon(request_id, True)
+            raise
+
+    def withdraw(self, request_id: int, reason: str) -> _Pending | None:
+        """Take a submitted request off the table (its deadline passed, or its
+        caller cancelled it) and tell the server if it was sent; the entry,
+        for the caller to complete, or ``None`` if another thread got there
+        first (a reply, the end of the session)."""
+        with self._lock:
+            entry = self._pending.pop(request_id, None)
+            terminal = self._terminal
+        if entry is not None and entry.written and terminal is None:
+            self._cancel_notice(request_id, reason)
+        return entry
 
     def send_and_forget(self, method: str, params: dict[str, Any]) -> None:
         """Best effort: a request whose reply nobody waits for (it is dropped
@@ -359,8 +422,17 @@ class _Core:
                 f"which {what} needs"
             )
 
-    def notify(self, method: str, timeout: float) -> None:
-        frame = encode({"jsonrpc": "2.0", "method": method}, self.limits.max_outbound_frame_bytes)
+    def cancel_request(self, request_id: int) -> None:
+        """Stop waiting for a request sent earlier (a replaced listen stream)
+        and tell the server, best effort: over 2026-07-28 HTTP that closes
+        its reply stream."""
+        self._abandon(request_id, True)
+
+    def notify(self, method: str, timeout: float, params: dict[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        frame = encode(message, self.limits.max_outbound_frame_bytes)
         transport = self.transport
         assert transport is not None
         if self._terminal is not None:
@@ -417,6 +489,9 @@ class _Core:
         if request_id is None:
             if error is None:
                 raise ProtocolError("a result reply has a null id")
+            unattributed = self.unattributed
+            if unattributed is not None and unattributed(error):
+                return
             self.emit(
                 "remote-error",
                 {"code": error["code"], "message": error["message"], "data": error.get("data")},
@@ -434,10 +509,11 @@ class _Core:
             entry.set_result(message["result"])
         else:
             entry.set_exception(
-                RemoteError(
+                remote_error(
                     f"server {self.server!r} answered with JSON-RPC error {error['code']}",
                     error["code"],
-                    Redacted({"message": error["message"], "data": error.get("data")}),
+                    error["message"],
+                    error.get("data"),
                 )
             )
 
@@ -452,6 +528,10 @@ class _Core:
         """Walk ``tools/list`` (in either era) into the frozen snapshot.
         ``keep`` may leave a validated entry out of it."""
         limits = self.limits
+        if not isinstance(self.server_capabilities.get("tools"), Mapping):
+            # A server offering only skills (see _era.check_capabilities): no tools/list.
+            self.catalog = Snapshot(())
+            return ()
         walk = CatalogWalk(limits)
         self.walk(walk, seconds(limits.handshake_timeout_ms), f"handshake_timeout_ms={limits.handshake_timeout_ms}")
         tools = walk.tools()
@@ -520,6 +600,7 @@ class _Core:
         progress_extends_deadline: bool = False,
         max_timeout_ms: int | None = None,
         task: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult:
         terminal = self._terminal
         if terminal is not None:
@@ -531,13 +612,17 @@ class _Core:
         timeout_ms, option = request_budget(self.limits, timeout_ms)
         args: Any = {} if arguments is None else arguments
         check_arguments(args, self.limits.max_outbound_frame_bytes)
-        meta: dict[str, Any] = {}
+        sent: dict[str, Any] = {}
+        if meta is not None:  # the caller's keys; the library's (below, and the era's) win
+            from ._extend import check_meta
+
+            sent = check_meta(meta, self.limits.max_outbound_frame_bytes)
         if traceparent is not None:  # W3C trace context, in the request's _meta
-            meta["traceparent"] = _log.check_traceparent(traceparent)
+            sent["traceparent"] = _log.check_traceparent(traceparent)
         outcome = call_tool(
             self, tool, args, timeout_ms, option,
             routes=self.inbound.progress,
-            meta=meta,
+            meta=sent,
             on_progress=on_progress,
             extends=progress_extends_deadline,
             max_timeout_ms=max_timeout_ms,

@@ -13,10 +13,10 @@ be garbage-collected and its finalizer can close the core.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from . import _handlers, _health, _log, _refresh, _resources, _serverlog
+from . import _handlers, _health, _log, _refresh, _resources, _serverlog, _submit
 from ._session import _Core, _not_in_catalog
 
 if TYPE_CHECKING:
@@ -33,8 +33,12 @@ if TYPE_CHECKING:
         ResourceTemplate,
     )
     from ._roots import RootsProvider
+    from ._submit import ToolCall
+    from .skills import Skill, SkillFile
 
 __all__ = ["Session"]
+
+_T = TypeVar("_T")
 
 
 class Session:
@@ -46,10 +50,11 @@ class Session:
     garbage-collected, or still open when the interpreter exits, is closed too.
     """
 
-    __slots__ = ("__weakref__", "_core", "_finalizer", "server_info")
+    __slots__ = ("__weakref__", "_calls", "_core", "_finalizer", "server_info")
 
     def __init__(self, core: _Core, server_info: ServerInfo) -> None:
         self._core = core
+        self._calls: list[_submit.Calls | None] = [None]  # made at the first submit_tool
         self.server_info = server_info
         """The name and version the server disclosed (untrusted text)."""
         self._finalizer = weakref.finalize(self, core.close)
@@ -118,6 +123,7 @@ class Session:
             raise _not_in_catalog(name, self.server)
         return tool
 
+    @overload
     def call_tool(
         self,
         name: str,
@@ -129,7 +135,40 @@ class Session:
         progress_extends_deadline: bool = False,
         max_timeout_ms: int | None = None,
         task: bool | None = None,
-    ) -> CallToolResult:
+        meta: Mapping[str, Any] | None = None,
+        result_type: None = None,
+    ) -> CallToolResult: ...
+
+    @overload
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        progress_extends_deadline: bool = False,
+        max_timeout_ms: int | None = None,
+        task: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
+        result_type: type[_T],
+    ) -> _T: ...
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        progress_extends_deadline: bool = False,
+        max_timeout_ms: int | None = None,
+        task: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
+        result_type: type[Any] | None = None,
+    ) -> Any:
         """Call one tool and block for its result.
 
         ``arguments`` must be a dict with str keys (``None`` sends ``{}``).
@@ -148,7 +187,28 @@ class Session:
         advertises the tasks extension the call declares it (``task=False``
         does not) and a task the server answers with is followed to its
         result; ``input_required`` is answered by the session's handlers.
+
+        ``result_type`` (a pydantic model, dataclass, ``TypedDict``...):
+        return the result's ``structuredContent`` validated as that type
+        instead of the :class:`CallToolResult`; :class:`ResultMismatch` (an
+        ``InvalidResponse``) names the first field that does not fit, and is
+        raised too for a result with ``is_error`` or without structured
+        content. ``tool(name).output_model()`` builds such a model.
+
+        ``meta`` adds keys to the request's ``_meta`` (an extension's, say):
+        the library's own keys (``traceparent``, ``progressToken``, and in
+        2026-07-28 the ``io.modelcontextprotocol/*`` protocol keys) win.
         """
+        if result_type is not None:
+            from ._typed import adapter_for, validate_result
+
+            adapter = adapter_for(result_type)
+            plain = self.call_tool(
+                name, arguments, timeout_ms=timeout_ms, traceparent=traceparent, on_progress=on_progress,
+                progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms, task=task,
+                meta=meta,
+            )  # fmt: skip
+            return validate_result(plain, result_type, name, adapter)
         options: dict[str, Any] = {}
         watched = on_progress is not None or progress_extends_deadline
         if watched or max_timeout_ms is not None or task is not None:
@@ -158,6 +218,8 @@ class Session:
                 "max_timeout_ms": max_timeout_ms,
                 "task": task,
             }
+        if meta is not None:
+            options["meta"] = meta
         core = self._core
         if _log.CALLS.isEnabledFor(_log.DEBUG):
             return _log.logged_call(
@@ -168,6 +230,55 @@ class Session:
                 traceparent,
             )
         return core.call_tool(name, arguments, timeout_ms, traceparent, **options)
+
+    def submit_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+    ) -> ToolCall:
+        """Send one tool call and return at once with its handle, a
+        ``concurrent.futures.Future`` (:class:`ToolCall`): ``result()`` is what
+        :meth:`call_tool` would have returned or raised, :class:`Timeout` at the
+        call's deadline (``timeout_ms``, default ``request_timeout_ms``, counted
+        from now) with no thread blocked meanwhile; ``cancel()`` withdraws it
+        and tells the server. What :meth:`call_tool` refuses before sending
+        (an unknown tool, bad arguments, a closed session) is raised here.
+
+        Never a task, and no progress callback: a tool that must run as a task
+        is refused (use :meth:`call_tool`). A modern ``input_required`` round
+        is answered by the handlers on a library thread, as for call_tool.
+        """
+        core = self._core
+        calls = self._calls[0] or _submit.calls_of(core, self._calls)
+        return _submit.submit_tool(calls, name, arguments, timeout_ms, traceparent)
+
+    def map_tool(
+        self,
+        name: str,
+        arguments: Iterable[Mapping[str, Any] | None],
+        *,
+        max_in_flight: int = 16,
+        timeout_ms: int | None = None,
+        traceparent: str | None = None,
+    ) -> Iterator[CallToolResult]:
+        """Call ``name`` once for each of ``arguments``, keeping up to
+        ``max_in_flight`` calls in flight, and yield the results in order
+        (lazily: at most ``max_in_flight`` calls and results are held).
+
+        Each call has its own deadline, from when it is sent. The first call
+        that fails raises its error at its place in the order, after the calls
+        still in flight are cancelled; the results before it were yielded. A
+        result with ``is_error=True`` is a result, as with :meth:`call_tool`.
+        Closing the iterator early cancels the calls in flight too.
+        """
+
+        def submit(args: Mapping[str, Any] | None) -> ToolCall:
+            return self.submit_tool(name, args, timeout_ms=timeout_ms, traceparent=traceparent)
+
+        return _submit.map_tool(submit, arguments, max_in_flight)
 
     def refresh_tools(self, *, timeout_ms: int | None = None) -> tuple[Tool, ...]:
         """Walk ``tools/list`` again under every catalog rule and swap the new
@@ -186,9 +297,12 @@ class Session:
         """Every resource template the server lists (all pages)."""
         return _resources.list_resource_templates(self._core, timeout_ms)
 
-    def read_resource(self, uri: str, *, timeout_ms: int | None = None) -> ReadResourceResult:
-        """Read one resource: text and/or binary (decoded) contents."""
-        return _resources.read_resource(self._core, uri, timeout_ms)
+    def read_resource(
+        self, uri: str, *, timeout_ms: int | None = None, meta: Mapping[str, Any] | None = None
+    ) -> ReadResourceResult:
+        """Read one resource: text and/or binary (decoded) contents. ``meta``
+        adds keys to the request's ``_meta`` (the library's own win)."""
+        return _resources.read_resource(self._core, uri, timeout_ms, meta)
 
     @property
     def resources_changed(self) -> bool:
@@ -201,10 +315,16 @@ class Session:
         return _resources.list_prompts(self._core, timeout_ms)
 
     def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout_ms: int | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> GetPromptResult:
-        """Get one prompt, filled in with ``arguments`` (strings)."""
-        return _resources.get_prompt(self._core, name, arguments, timeout_ms)
+        """Get one prompt, filled in with ``arguments`` (strings). ``meta``
+        adds keys to the request's ``_meta`` (the library's own win)."""
+        return _resources.get_prompt(self._core, name, arguments, timeout_ms, meta)
 
     @property
     def prompts_changed(self) -> bool:
@@ -224,6 +344,47 @@ class Session:
         template: ``argument`` is ``{"name": ..., "value": ...}``, ``context``
         the arguments already resolved."""
         return _resources.complete(self._core, ref, argument, context, timeout_ms)
+
+    # ------------------------------------------------------------ skills (io.modelcontextprotocol/skills)
+    # mcp_sync.skills is imported by the first call, never by `import mcp_sync`.
+
+    def list_skills(self, *, timeout_ms: int | None = None) -> tuple[Skill, ...]:
+        """Every skill the server lists (``skills/list``, all pages, within
+        ``timeout_ms``): each entry's frontmatter and file manifest. No file
+        is read. :class:`NotSupported` unless the server declared the skills
+        extension."""
+        from . import skills
+
+        return skills.list_skills(self._core, timeout_ms)
+
+    def get_skill(self, uri: str, *, timeout_ms: int | None = None) -> Skill:
+        """The entry of one skill, by the URI of its ``SKILL.md``
+        (``skills/get``), listed or not. No file is read."""
+        from . import skills
+
+        return skills.get_skill(self._core, uri, timeout_ms)
+
+    def load_skill(
+        self, skill: Skill | str, *, timeout_ms: int | None = None, allow_dynamic: bool = False
+    ) -> SkillFile:
+        """Read a skill's ``SKILL.md`` and check it against the entry (size,
+        digest, frontmatter field by field); a URI is looked up with
+        :meth:`get_skill` first. A mismatch raises a
+        ``skills.SkillVerificationError`` subclass and nothing is returned.
+        ``allow_dynamic=True`` reads a skill that publishes no digests."""
+        from . import skills
+
+        return skills.load_skill(self._core, skill, timeout_ms, allow_dynamic)
+
+    def read_skill_file(
+        self, skill: Skill, path: str, *, timeout_ms: int | None = None, allow_dynamic: bool = False
+    ) -> SkillFile:
+        """Read one file of ``skill`` (a path relative to its root, or a
+        URI) and check its size and digest against the entry; a file the
+        entry does not list is refused before anything is sent."""
+        from . import skills
+
+        return skills.read_skill_file(self._core, skill, path, timeout_ms, allow_dynamic)
 
     # ------------------------------------------------------------ logging, roots, health
 
@@ -250,6 +411,58 @@ class Session:
         error (it is alive, but does not implement the probe).
         """
         _health.probe(self._core, timeout_ms)
+
+    # ------------------------------------------------------------ instructions, subscriptions, extensions
+
+    @property
+    def instructions(self) -> str | None:
+        """What the server asks a model to know about using it (its
+        ``instructions``; untrusted text, at most ``max_tool_document_bytes``
+        UTF-8 bytes), or ``None``. ``model_tools.instructions`` puts it in a
+        system prompt."""
+        return self.server_info.instructions
+
+    def subscribe_resource(
+        self, uri: str, on_update: Callable[[str], None], *, timeout_ms: int | None = None
+    ) -> None:
+        """Call ``on_update(uri)`` each time the server says the resource
+        changed (read it again). Handshake era: ``resources/subscribe``;
+        2026-07-28: the ``subscriptions/listen`` stream, returning once the
+        server acknowledged it. ``on_update`` runs on a library thread, never
+        the reader's; one that raises is logged. Subscribing again replaces
+        the callback. :class:`NotSupported` unless the server declared
+        ``resources.subscribe``."""
+        from ._listen import subscribe_resource
+
+        subscribe_resource(self._core, uri, on_update, timeout_ms)
+
+    def unsubscribe_resource(self, uri: str, *, timeout_ms: int | None = None) -> None:
+        """Stop the updates of ``uri`` (its callback is forgotten at once);
+        nothing happens if it was not subscribed."""
+        from ._listen import unsubscribe_resource
+
+        unsubscribe_resource(self._core, uri, timeout_ms)
+
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None
+    ) -> dict[str, Any]:
+        """Send a request of a method this library does not know (an
+        extension's) and return its result object, under the same deadline
+        (``timeout_ms``, default ``request_timeout_ms``), bounds and errors as
+        every built-in call; in 2026-07-28 it carries the protocol's
+        ``_meta``. A method the library sends itself is refused
+        (:class:`InvalidOption`, naming the call to use)."""
+        from ._extend import custom_request
+
+        return custom_request(self._core, method, params, timeout_ms)
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification this library does not know (``notifications/...``).
+        :class:`NotSupported` over 2026-07-28 Streamable HTTP, which has no
+        client notifications."""
+        from ._extend import custom_notify
+
+        custom_notify(self._core, method, params)
 
     # ------------------------------------------------------------ ending
 

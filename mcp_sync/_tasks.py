@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._era import MAX_INPUT_ROUNDS, TASKS_EXTENSION, EraCore
-from ._errors import InvalidResponse, McpError, ProtocolError, RemoteError, Timeout
+from ._errors import InvalidResponse, McpError, ProtocolError, RemoteError, Timeout, remote_error
 from ._plan import answer_all, input_requests
 from ._redact import Redacted
 
@@ -274,10 +274,11 @@ def _task_failed(error: object, where: str, name: str) -> McpError:
     if not (isinstance(error, dict) and type(error.get("code")) is int):
         return InvalidResponse(f"{where} failed the task of tool {name!a} without a JSON-RPC error object")
     code: int = error["code"]
-    return RemoteError(
+    return remote_error(
         f"{where} failed the task of tool {name!a} with JSON-RPC error {code}",
         code,
-        Redacted({"message": error.get("message"), "data": error.get("data")}),
+        error.get("message"),
+        error.get("data"),
     )
 
 

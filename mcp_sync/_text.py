@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from urllib.parse import urlsplit
 
-__all__ = ["escape"]
+__all__ = ["MAX_URL_CHARS", "escape", "valid_url"]
+
+MAX_URL_CHARS = 8192
 
 _ASCII_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 _ASCII_UNSAFE_MULTILINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -40,3 +43,15 @@ def escape(text: str, *, multiline: bool = False) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def valid_url(url: str) -> bool:
+    """An absolute http(s) URL of at most ``MAX_URL_CHARS`` characters, without
+    control characters or spaces: one a user may be shown and sent to."""
+    if len(url) > MAX_URL_CHARS or any(ord(ch) < 0x20 or ord(ch) == 0x7F or ch.isspace() for ch in url):
+        return False
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)

@@ -97,7 +97,7 @@ class Workers:
                         self._idle -= 1
                         if not woken and not self._jobs:
                             return
-                    if self._closed:
+                    if self._closed and not self._jobs:
                         return
                     job = self._jobs.popleft()
                     self._room.notify()
@@ -120,12 +120,14 @@ class Workers:
         with self._lock:
             return len(self._threads) - self._idle
 
-    def close(self, timeout: float) -> None:
-        """Drop queued jobs, stop the workers, and wait up to ``timeout`` s in
-        all for those not running in this thread (0: do not wait)."""
+    def close(self, timeout: float, *, drain: bool = False) -> None:
+        """Drop queued jobs (``drain``: run them first), stop the workers, and
+        wait up to ``timeout`` s in all for those not running in this thread
+        (0: do not wait). Nothing is queued after it."""
         with self._lock:
             self._closed = True
-            self._jobs.clear()
+            if not drain:
+                self._jobs.clear()
             self._wake.notify_all()
             self._room.notify_all()
             threads = list(self._threads)

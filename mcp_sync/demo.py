@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import connect
+from ._text import escape
 from .testing import server_command
 
 __all__ = ["main"]
@@ -23,13 +24,13 @@ def main() -> int:
     with connect(server="example", command=command, args=args) as session:
         took = (time.perf_counter() - started) * 1000
         print(
-            f"connected to {session.server_info.name} {session.server_info.version} "
+            f"connected to {escape(session.server_info.name)} {escape(session.server_info.version)} "
             f"(protocol {session.protocol_version}) in {took:.0f} ms"
         )
         width = max(len(tool.name) for tool in session.tools)
         print(f"\n{'TOOL':<{width}}  DESCRIPTION")
         for tool in session.tools:
-            print(f"{tool.name:<{width}}  {(tool.description or '').splitlines()[0]}")
+            print(f"{escape(tool.name):<{width}}  {escape((tool.description or '').splitlines()[0])}")
 
         result = session.call_tool("echo", {"message": "hello from mcp_sync"})
         print(f"\necho -> {result.content[0]['text']!r}")

@@ -41,6 +41,26 @@ def call(session: mcp_sync.Session, name: str, arguments: dict[str, Any] | None 
         raise SystemExit(f"{name} reported an error")
 
 
+def skills(session: mcp_sync.Session, *, load: bool) -> None:
+    """List the skills (which reads no file); with ``load``, load each one
+    and read its files only once its SKILL.md passed every check."""
+    from mcp_sync.skills import SkillVerificationError
+
+    for skill in session.list_skills(timeout_ms=CALL_TIMEOUT_MS):
+        print(skill.uri)
+        if not load:
+            continue
+        try:
+            session.load_skill(skill, timeout_ms=CALL_TIMEOUT_MS)
+        except SkillVerificationError as exc:
+            # The expected end of the verify-* scenarios: the skill is refused.
+            print(f"refused: {exc.kind}: {exc}", file=sys.stderr)
+            continue
+        for item in skill.resources or ():
+            if item.uri != skill.uri:
+                session.read_skill_file(skill, item.uri, timeout_ms=CALL_TIMEOUT_MS)
+
+
 def run(scenario: str, url: str, context: dict[str, Any]) -> None:
     try:
         session = mcp_sync.connect_http(
@@ -84,6 +104,8 @@ def run(scenario: str, url: str, context: dict[str, Any]) -> None:
             for name in ("test_mrtr_echo_state", "test_mrtr_no_state",
                          "test_mrtr_unrelated", "test_mrtr_no_result_type"):
                 call(session, name)
+        elif scenario.startswith("sep-2640-"):
+            skills(session, load=scenario != "sep-2640-client-no-prefetch")
         elif scenario.startswith("auth/"):
             # Connecting authorized and listed the tools; a call exercises
             # what only tools/call may need (a scope step-up).

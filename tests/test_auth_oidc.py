@@ -223,10 +223,13 @@ def test_dynamic_registration_is_remembered(peer: Peer, tmp_path: Path) -> None:
 
 def service(peer: Peer, method: str, **options: Any) -> auth.ClientCredentials:
     if method == "private_key_jwt":
-        return auth.ClientCredentials("svc-jwt", private_key=peer.jwt_key_pem, **options)
+        return auth.ClientCredentials(
+            "svc-jwt", private_key=peer.jwt_key_pem, issuer=peer.issuer, **options
+        )
     client_id = "svc-" + method.removeprefix("client_secret_")
     return auth.ClientCredentials(
-        client_id, client_secret=f"secret-{method}", token_endpoint_auth_method=method, **options
+        client_id, client_secret=f"secret-{method}", token_endpoint_auth_method=method,
+        issuer=peer.issuer, **options
     )
 
 
@@ -248,7 +251,7 @@ def test_client_credentials_in_each_method(peer: Peer, method: str) -> None:
 
 
 def test_a_refusal_says_what_the_provider_said(peer: Peer) -> None:
-    flow = auth.ClientCredentials("svc-post", client_secret="not-the-secret")
+    flow = auth.ClientCredentials("svc-post", client_secret="not-the-secret", issuer=peer.issuer)
     with pytest.raises(mcp_sync.AuthError) as info:
         mcp_sync.connect_http(server="oidc", url=peer.url, auth=flow)
     assert info.value.oauth_error == "invalid_client"
@@ -275,7 +278,7 @@ def test_dpop_with_the_providers_nonces(peer: Peer) -> None:
 def test_step_up_and_a_step_up_that_cannot_succeed(peer: Peer) -> None:
     since = len(peer.log())
     # Tokens that outlast the test: every token request counted is a step-up's.
-    flow = auth.ClientCredentials("svc-steady", client_secret="secret-steady")
+    flow = auth.ClientCredentials("svc-steady", client_secret="secret-steady", issuer=peer.issuer)
     with mcp_sync.connect_http(server="oidc", url=peer.url, auth=flow) as session:
         assert session.call_tool("whoami").content[0]["text"] == "svc-steady mcp:tools"
         assert session.call_tool("admin").content[0]["text"] == "admin ok"

@@ -5,8 +5,9 @@ the two runs share nothing but the CPU): the stable one (0.1.16, the handshake-e
 revisions) and ``--suite next`` (0.2.0-alpha.12, with the 2026-07-28 scenarios).
 Each prints its report, so the PASS lines appear in the CI log, and each test fails
 when a scenario it lists fails. The ``auth/`` scenarios are left out here (issue 16
-adds them), as are the ``sep-2640-*`` ones (the skills extension, which mcp_sync
-does not implement).
+adds them). The four ``sep-2640-*`` scenarios (the skills extension) must pass:
+listing reads no file, and a SKILL.md whose digest, size or frontmatter does not
+match its entry is refused before any supporting file is read.
 
 ``elicitation-sep1034-client-defaults`` must pass in both. ``sep-2322-client-request-state``
 gets the answers to the elicitations its server asks for from the client's handlers.
@@ -62,10 +63,14 @@ MUST_PASS_NEXT = (
     "http-invalid-tool-headers",
     "json-schema-ref-no-deref",
     "json-schema-2020-12-preservation",
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
 )
 SUITES = {
     "stable": ["--skip", "^auth/", "--verbose", "--", sys.executable, str(CLIENT)],
-    "next": ["--suite", "next", "--skip", "^auth/|^sep-2640-", "--verbose", "--",
+    "next": ["--suite", "next", "--skip", "^auth/", "--verbose", "--",
              sys.executable, str(CLIENT)],
 }
 

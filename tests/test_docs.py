@@ -72,6 +72,11 @@ EXTRA_MODULES = {
     "http": ("httpx",),
     "validation": ("jsonschema",),
     "auth": ("httpx", "joserfc", "cryptography"),
+    "langchain": ("langchain_core",),
+    # (otel is not blocked: the official SDK, which some pages use, imports
+    # opentelemetry itself.)
+    "skills": ("yaml",),
+    "testing": ("mcp",),
 }
 # Code in a page's blocks (run or not) that only works with an extra.
 EXTRA_USES = {
@@ -80,6 +85,11 @@ EXTRA_USES = {
     "validate_output=True": ("validation",),
     "mcp_sync.auth": ("auth",),
     "from mcp_sync import auth": ("auth",),
+    "langchain_tools(": ("langchain",),
+    "from mcp_sync import otel": ("otel",),
+    "mcp_sync.otel": ("otel",),
+    "load_skill(": ("skills",),
+    "connect_in_process(": ("testing",),
 }
 
 
@@ -97,7 +107,7 @@ def shares_namespace(text: str) -> bool:
 
 
 def blocked_modules(extras: set[str]) -> tuple[str, ...]:
-    allowed = {module for extra in extras for module in EXTRA_MODULES[extra]}
+    allowed = {module for extra in extras for module in EXTRA_MODULES.get(extra, ())}
     return tuple(sorted({m for modules in EXTRA_MODULES.values() for m in modules} - allowed))
 
 
@@ -335,10 +345,18 @@ def _project_extras() -> dict[str, list[str]]:
     return extras
 
 
+# Distributions whose import name is another.
+_IMPORT_NAMES = {"PyYAML": "yaml"}
+
+
 def test_extra_modules_match_pyproject() -> None:
     extras = _project_extras()
     for extra, modules in EXTRA_MODULES.items():
-        names = {r.split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip() for r in extras[extra]}
+        names = {
+            r.split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip().replace("-", "_")
+            for r in extras[extra]
+        }
+        names = {_IMPORT_NAMES.get(name, name) for name in names}
         assert set(modules) == names, (extra, names)
 
 
@@ -375,7 +393,7 @@ def test_page_heads_declare_extras_and_shared_set_up() -> None:
     assert declared_extras(text) == {"http", "auth"}
     assert shares_namespace(text)
     assert not shares_namespace(f"# T\n\n## Later\n\n{SHARED_NOTE}\n")
-    assert blocked_modules({"http"}) == ("cryptography", "joserfc", "jsonschema")
+    assert blocked_modules({"http"}) == ("cryptography", "joserfc", "jsonschema", "langchain_core", "mcp", "yaml")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
@@ -501,7 +519,7 @@ def test_every_docs_page_is_linked_from_the_hubs(hub: str) -> None:
     "module",
     [
         "mcp_sync", "mcp_sync.testing", "mcp_sync.flows", "mcp_sync.config", "mcp_sync.model_tools",
-        "mcp_sync.auth",
+        "mcp_sync.auth", "mcp_sync.skills",
     ],
 )
 def test_api_page_names_every_public_name(module: str) -> None:

@@ -115,10 +115,86 @@ def test_cli_from_each_client(home: Path, project: Path) -> None:
     }
     for client, (path, document) in files.items():
         _write(path, document)
-        done = run("--from", client, "tools", cwd=project, home=home)
+        # A project's file runs its commands only when trusted (no terminal here).
+        trust = ("--trust-project",) if path.is_relative_to(project) else ()
+        done = run("--from", client, *trust, "tools", cwd=project, home=home)
         assert done.returncode == 0, done.stderr
         assert done.stderr == f"mcp-sync: reading {path} (--from {client})\n"
         assert done.stdout.splitlines()[1].startswith("mcp/example/echo ")
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="Linux locations")
+@pytest.mark.parametrize("client", ["claude-code", "cursor", "vscode"])
+def test_a_project_file_is_not_run_without_trust(home: Path, project: Path, client: str, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    server = {"command": sys.executable, "args": ["-m", "mcp_sync.testing", "--marker", str(marker)]}
+    path = {
+        "claude-code": project / ".mcp.json",
+        "cursor": project / ".cursor/mcp.json",
+        "vscode": project / ".vscode/mcp.json",
+    }[client]
+    _write(path, {"servers" if client == "vscode" else "mcpServers": {"evil": {"type": "stdio", **server}}})
+    done = run("--from", client, "tools", cwd=project, home=home)
+    assert done.returncode == 2
+    assert f"{path} is a project's file and would run 1 command(s); refusing without a terminal" in done.stderr
+    assert "--trust-project" in done.stderr
+    assert not marker.exists()
+    # After the subcommand too, and the flag runs it.
+    done = run("--from", client, "tools", "--trust-project", cwd=project, home=home)
+    assert done.returncode == 0, done.stderr
+    assert marker.exists()
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="Linux locations")
+def test_a_user_file_runs_as_before(home: Path, project: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    _write(home / ".claude.json", {"mcpServers": {"mine": {
+        "command": sys.executable, "args": ["-m", "mcp_sync.testing", "--marker", str(marker)]}}})  # fmt: skip
+    done = run("--from", "claude-code", "tools", cwd=project, home=home)
+    assert done.returncode == 0, done.stderr
+    assert marker.exists()
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="Linux locations and a pty")
+@pytest.mark.parametrize(("answer", "runs"), [(b"y\n", True), (b"n\n", False), (b"\n", False)])
+def test_a_project_file_asks_on_a_terminal(
+    home: Path, project: Path, tmp_path: Path, answer: bytes, runs: bool
+) -> None:
+    import pty
+    import select
+
+    marker = tmp_path / "ran"
+    _write(project / ".mcp.json", {"mcpServers": {"evil": {
+        "command": sys.executable, "args": ["-m", "mcp_sync.testing", "--marker", str(marker)]}}})  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "MCP_SYNC_CONFIG"}
+    env.update(PYTHONPATH=str(REPO), HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_sync", "--from", "claude-code", "tools"],
+        stdin=follower, stdout=subprocess.PIPE, stderr=follower, cwd=project, env=env,
+    )  # fmt: skip
+    os.close(follower)
+    shown = b""
+    try:
+        while b"[y/N]" not in shown:
+            ready, _, _ = select.select([leader], [], [], 60)
+            assert ready, shown
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the child closed the terminal
+                chunk = b""
+            assert chunk, shown
+            shown += chunk
+        os.write(leader, answer)
+        proc.wait(60)
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(leader)
+    assert b"is a project's file; it runs:" in shown
+    assert f"{sys.executable} -m mcp_sync.testing --marker {marker}".encode() in shown
+    assert (proc.returncode == 0) is runs
+    assert marker.exists() is runs
 
 
 def test_cli_from_errors(home: Path, project: Path) -> None:

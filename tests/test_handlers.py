@@ -45,15 +45,21 @@ def _initialize(log: Path) -> dict[str, Any]:
     return frame["params"]  # type: ignore[no-any-return]
 
 
+def _tasks_capability(group: str, name: str) -> dict[str, Any]:
+    # Handlers may run sampling and elicitation as tasks (tests/test_client_tasks.py).
+    return {"list": {}, "cancel": {}, "requests": {group: {name: {}}}}
+
+
 def test_capabilities_are_declared_only_for_the_handlers_given(tmp_path: Path) -> None:
     cases: list[tuple[mcp_sync.Handlers | None, dict[str, Any]]] = [
         (None, {}),
         (mcp_sync.Handlers(), {}),
         (mcp_sync.Handlers(elicitation=lambda r: mcp_sync.ElicitationResult.decline()),
-         {"elicitation": {"form": {}}}),
-        (mcp_sync.Handlers(url_elicitation=lambda r: mcp_sync.ElicitationResult.decline()),
+         {"elicitation": {"form": {}}, "tasks": _tasks_capability("elicitation", "create")}),
+        (mcp_sync.Handlers(url_elicitation=lambda r: mcp_sync.ElicitationResult.decline(), tasks=False),
          {"elicitation": {"url": {}}}),
-        (mcp_sync.Handlers(sampling=lambda r: {}, sampling_tools=True), {"sampling": {"tools": {}}}),
+        (mcp_sync.Handlers(sampling=lambda r: {}, sampling_tools=True),
+         {"sampling": {"tools": {}}, "tasks": _tasks_capability("sampling", "createMessage")}),
         (mcp_sync.Handlers(roots=[tmp_path]), {"roots": {"listChanged": True}}),
     ]  # fmt: skip
     for index, (handlers, expected) in enumerate(cases):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import itertools
 import json
+import logging
 import socket
 import sys
 import threading
@@ -236,21 +237,22 @@ def test_notifications_on_the_stream_are_dropped(hostile: Hostile) -> None:
 
 @pytest.mark.parametrize("declare", [True, False], ids=["content-length", "streamed"])
 def test_200mb_json_body_is_refused_with_memory_flat(hostile: Hostile, declare: bool) -> None:
-    with connect(hostile) as session:
+    with connect(hostile, max_frame_bytes=1_048_576) as session:
         gc.collect()
         before = rss_bytes()
         with timed(10.0), pytest.raises(mcp_sync.ProtocolError) as info:
             session.call_tool("big", {"bytes": 200_000_000, "length": declare})
         grown = rss_bytes() - before
         assert "max_frame_bytes=1048576" in str(info.value)
+        assert ("200000" if declare else "at least") in str(info.value)
         assert grown < 40_000_000, f"RSS grew by {grown} bytes"
-        assert session.closed  # inbound violations are terminal
-        with pytest.raises(mcp_sync.ProtocolError):
-            session.call_tool("echo", {"message": "x"})
+        # The body answered one POST: only its request fails.
+        assert not session.closed
+        assert session.call_tool("echo", {"message": "x"}).content[0]["text"] == "x"
 
 
 def test_oversize_sse_event_is_refused_with_memory_flat(hostile: Hostile) -> None:
-    with connect(hostile) as session:
+    with connect(hostile, max_frame_bytes=1_048_576) as session:
         gc.collect()
         before = rss_bytes()
         with timed(10.0), pytest.raises(mcp_sync.ProtocolError) as info:
@@ -258,6 +260,9 @@ def test_oversize_sse_event_is_refused_with_memory_flat(hostile: Hostile) -> Non
         assert rss_bytes() - before < 40_000_000
         assert "SSE event" in str(info.value)
         assert "max_frame_bytes" in str(info.value)
+        # The stream served one request: only that request fails.
+        assert not session.closed
+        assert session.call_tool("echo", {"message": "x"}).content[0]["text"] == "x"
 
 
 def test_max_frame_bytes_applies_to_each_body(hostile: Hostile) -> None:
@@ -344,6 +349,17 @@ def test_auth_refused_at_connect_is_connection_closed(status: int, token_env: st
 
 
 @pytest.mark.parametrize("status", [401, 403])
+def test_auth_refused_with_no_auth_configured_is_auth_failed(status: int) -> None:
+    with hostile_server(force_status=status) as cfg:
+        with pytest.raises(mcp_sync.AuthError) as info:
+            connect(cfg)
+        assert info.value.kind == "auth_failed"
+        assert f"HTTP {status}" in str(info.value)
+        assert "no auth is configured (give auth=" in str(info.value)
+        assert cfg.of("DELETE") == []
+
+
+@pytest.mark.parametrize("status", [401, 403])
 def test_auth_refused_mid_session_ends_it(status: int, token_env: str, hostile: Hostile) -> None:
     session = connect(hostile, bearer_token_env=token_env)
     hostile.force_status = status
@@ -416,6 +432,26 @@ def test_404_again_after_a_new_session_ends_it(hostile: Hostile) -> None:
     session.close()
 
 
+def test_a_new_session_after_a_404_is_logged(hostile: Hostile, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="mcp_sync.transport"), connect(hostile) as session:
+        hostile.expire = 1
+        session.call_tool("echo", {"message": "again"})
+    (record,) = [r for r in caplog.records if getattr(r, "mcp_event", None) == "renew"]
+    assert record.name == "mcp_sync.transport" and record.levelno == logging.INFO
+    assert record.getMessage() == "server 'hostile' no longer knows the session (HTTP 404): starting a new one"
+    assert "sess-" not in record.getMessage()
+
+
+def test_a_failed_renewal_is_logged(hostile: Hostile, caplog: pytest.LogCaptureFixture) -> None:
+    session = connect(hostile)
+    hostile.expire = 2  # the new session's first request is forgotten too
+    with caplog.at_level(logging.INFO, logger="mcp_sync.transport"), pytest.raises(mcp_sync.ConnectionClosed):
+        session.call_tool("echo", {"message": "x"})
+    session.close()
+    events = [getattr(r, "mcp_event", None) for r in caplog.records if r.name == "mcp_sync.transport"]
+    assert events[:2] == ["renew", "renew_failed"], events
+
+
 # ---------------------------------------------------------------------- resumption
 
 
@@ -433,6 +469,15 @@ def test_stream_ending_early_is_resumed_with_get_and_last_event_id(hostile: Host
         assert 0.38 <= delay < 1.0, delay
         # The GET stream stays open on the server; the session is still fine.
         assert session.call_tool("echo", {"message": "x"}).content[0]["text"] == "x"
+
+
+def test_a_resumed_stream_is_logged(hostile: Hostile, caplog: pytest.LogCaptureFixture) -> None:
+    hostile.retry_ms = 50
+    with caplog.at_level(logging.INFO, logger="mcp_sync.transport"), connect(hostile) as session:
+        assert session.call_tool("drop").content[0]["text"] == "resumed"
+    (record,) = [r for r in caplog.records if getattr(r, "mcp_event", None) == "resume"]
+    assert record.levelno == logging.INFO and record.mcp_request == "tools/call"  # type: ignore[attr-defined]
+    assert "ev-" not in record.getMessage()
 
 
 def test_stream_ending_without_an_event_id_ends_the_session(hostile: Hostile) -> None:

@@ -384,7 +384,7 @@ def test_an_error_status_on_the_probe_falls_back(hostile: Hostile, status: int) 
 
 def test_auth_refused_on_the_probe_is_not_an_era_verdict(hostile: Hostile) -> None:
     hostile.force_status = 401
-    with pytest.raises(mcp_sync.ConnectionClosed, match="401"):
+    with pytest.raises(mcp_sync.AuthError, match="401 Unauthorized and no auth is configured"):
         connect(hostile.url)
     assert len(hostile.posts()) == 1  # no handshake after it: it would be refused too
 
@@ -392,3 +392,29 @@ def test_auth_refused_on_the_probe_is_not_an_era_verdict(hostile: Hostile) -> No
 def test_connection_refused_is_not_retried() -> None:
     with pytest.raises(mcp_sync.ConnectionClosed, match="could not be reached"):
         connect("http://127.0.0.1:9/mcp", handshake_timeout_ms=2_000)
+
+
+def test_a_probe_ignored_over_http_costs_the_grace_not_the_budget(tmp_path: Path) -> None:
+    # The handshake goes out HTTP_PROBE_GRACE_MS after the probe (which stays
+    # open), not after a probe timeout of seconds.
+    from mcp_sync import _eras
+
+    log = tmp_path / "log"
+    with fake_http("--hang-on", "server/discover", "--header-log", str(log)) as url:
+        with timed(_eras.HTTP_PROBE_GRACE_MS / 1000 + 2.0), connect(url) as session:
+            assert session.era == "legacy"
+        with timed(_eras.HTTP_PROBE_GRACE_MS / 1000 + 2.0), connect(url) as session:
+            assert session.call_tool("echo", {"message": "x"}).content[0]["text"] == "x"
+
+
+def test_a_modern_answer_over_http_wins_even_after_the_handshake_went_out(tmp_path: Path) -> None:
+    # A server slow to answer anything (a cold instance): the probe, sent first,
+    # is answered first, and over HTTP the era is per request: the handshake sent
+    # meanwhile pins nothing, and modern wins without waiting for it.
+    slow = ("--delay", "server/discover=1200", "--delay", "initialize=1200")
+    with fake_http("--era", "dual", *slow) as url, connect(url) as session:
+        assert session.era == "modern"
+        assert session.call_tool("echo", {"message": "x"}).content[0]["text"] == "x"
+    # One that answers the handshake before the probe gets the handshake era.
+    with fake_http("--era", "dual", "--delay", "server/discover=1200") as url, connect(url) as session:
+        assert session.era == "legacy"

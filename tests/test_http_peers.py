@@ -58,6 +58,8 @@ def test_sdk_server_over_http(sdk_url: str, protocol: str, era: str, version: st
             "fail",
             "structured",
             "sleep",
+            "forecast",
+            "connect_account",
         ]
         assert session.call_tool("add", {"a": 2, "b": 40}).structured_content == {"result": 42}
         echo = session.call_tool("echo", {"message": "héllo ✓"})

@@ -129,7 +129,7 @@ def test_npm_peer_answers_over_stdio(name: str, tmp_path: Path) -> None:
 def test_sdk_peer_answers_over_stdio(sdk_stdio_cmd: list[str]) -> None:
     init, tools = _stdio_exchange(sdk_stdio_cmd, _child_env())
     assert init["serverInfo"]["name"] == "sdk-peer"
-    assert tools == ["echo", "add", "fail", "structured", "sleep"]
+    assert tools == ["echo", "add", "fail", "structured", "sleep", "forecast", "connect_account"]
 
 
 def _post_initialize(url: str) -> tuple[str, str | None, dict[str, Any]]:

@@ -31,12 +31,12 @@ LIMITS = {
 
 def test_defaults_are_the_documented_ones() -> None:
     assert LIMITS == {
-        "handshake_timeout_ms": 10_000,
+        "handshake_timeout_ms": 60_000,
         "request_timeout_ms": 120_000,
         "queue_capacity": 64,
-        "max_frame_bytes": 1_048_576,
+        "max_frame_bytes": 67_108_864,
         "max_outbound_frame_bytes": 1_048_576,
-        "max_tools": 256,
+        "max_tools": 4096,
         "max_tool_name_bytes": 128,
         "max_tool_document_bytes": 65_536,
         "max_catalog_pages": 32,
@@ -94,7 +94,7 @@ def test_a_200_mb_line_fails_at_the_limit_with_memory_flat(tmp_path: Path) -> No
     marker = tmp_path / "pid"
     before = rss_bytes()
     with timed(10.0), pytest.raises(mcp_sync.ProtocolError, match="max_frame_bytes=1048576"):
-        connect_fake("--stdout-flood", str(200_000_000), "--marker", str(marker))
+        connect_fake("--stdout-flood", str(200_000_000), "--marker", str(marker), max_frame_bytes=1_048_576)
     growth = rss_bytes() - before
     print(f"RSS growth under a 200 MB flood: {growth / 2**20:.1f} MiB")
     assert growth < 64 * 2**20
@@ -629,3 +629,13 @@ def test_connect_names_at_most_fourteen_parameters_and_every_option_is_a_model_f
         assert name in ConnectOptions.model_fields and name in HttpConnectOptions.model_fields
         alias = ConnectOptions.model_fields[name].alias
         assert alias is not None and "_" not in alias
+
+
+def test_largest_timeouts_work_over_stdio_under_every_protocol() -> None:
+    # The era race waits on conditions with these budgets: the largest
+    # allowed value must not overflow a wait.
+    huge = mcp_sync.MAX_SAFE_INTEGER
+    for era, protocol in (("legacy", "auto"), ("modern", "auto"), ("legacy", "legacy"), ("modern", "modern")):
+        options = {"protocol": protocol, "handshake_timeout_ms": huge, "request_timeout_ms": huge}
+        with connect_fake("--era", era, **options) as session:
+            assert session.call_tool("echo", {"message": "x"}, timeout_ms=huge).content[0]["text"] == "x"

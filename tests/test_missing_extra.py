@@ -27,6 +27,16 @@ CASES = {
         "__import__('mcp_sync.auth._jwt', fromlist=['joserfc']).joserfc()",
         "signing JWTs (private_key_jwt, DPoP) needs joserfc: pip install 'mcp-sync-client[auth]'",
     ),
+    "skills": (
+        "yaml",
+        "__import__('mcp_sync.skills', fromlist=['x']).parse_frontmatter('---\\nname: a\\n---\\n')",
+        "checking a skill's frontmatter needs PyYAML: pip install 'mcp-sync-client[skills]'",
+    ),
+    "testing": (
+        "mcp",
+        "__import__('mcp_sync.testing', fromlist=['x']).connect_in_process(object())",
+        "connect_in_process needs the mcp SDK (2.3 or later): pip install 'mcp-sync-client[testing]'",
+    ),
 }
 
 

@@ -257,6 +257,8 @@ def test_arguments_as_json_string_or_dict(session: mcp_sync.Session, provider: s
         ('{"message": ', "The arguments are not valid JSON (Expecting value)"),
         ("[1, 2]", "The arguments are not a JSON object"),
         ('{"a": NaN}', "The arguments are not valid JSON (NaN is not a JSON number)"),
+        ('{"a": 1e999}', "The arguments are not valid JSON (1e999 is out of the range of a JSON number)"),
+        ('{"a": [-2E+999]}', "The arguments are not valid JSON (-2E+999 is out of the range"),
         ("[" * 300 + "]" * 300, "The arguments nest deeper than 126 levels"),
         (["not", "a", "dict"], "The arguments are not a JSON object"),
     ],

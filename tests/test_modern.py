@@ -260,7 +260,9 @@ def test_limits_apply_in_the_modern_era(tmp_path: Path) -> None:
     with modern("--misbehave", max_frame_bytes=10_000) as session:
         with pytest.raises(mcp_sync.ProtocolError, match="max_frame_bytes=10000"):
             session.call_tool("blob", {"bytes": 20_000})
-        assert session.closed
+        # The reply's id names its request: only that call fails.
+        assert not session.closed
+        assert session.call_tool("echo", {"message": "on"}).content[0]["text"] == "on"
     with modern("--misbehave") as session, pytest.raises(mcp_sync.ProtocolError, match="JSON depth limit"):
         session.call_tool("deep", {"depth": 200})
     # The outbound limit counts the _meta every request now carries.

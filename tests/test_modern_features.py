@@ -5,8 +5,8 @@ the mechanism the handshake era uses, over stdio and Streamable HTTP.
 
 from __future__ import annotations
 
-import _thread
 import json
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -274,12 +274,17 @@ def test_an_interrupted_task_call_cancels_the_task(tmp_path: Path) -> None:
     release = threading.Event()
 
     def interrupt(request: mcp_sync.ElicitationRequest) -> mcp_sync.ElicitationResult:
-        _thread.interrupt_main()
+        # A real SIGINT, as Ctrl-C sends: it also breaks the main thread out
+        # of a blocking wait (``_thread.interrupt_main`` only sets a flag,
+        # seen whenever the main thread next runs bytecode).
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
         release.wait(5)
         return mcp_sync.ElicitationResult.accept()
 
     log = tmp_path / "log"
     assert threading.current_thread() is threading.main_thread()
+    # Whatever an earlier test in this worker left, SIGINT raises KeyboardInterrupt here.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         handlers = mcp_sync.Handlers(elicitation=interrupt)
         with fake("stdio", "--features", "--log", str(log), handlers=handlers) as session:
@@ -289,6 +294,7 @@ def test_an_interrupted_task_call_cancels_the_task(tmp_path: Path) -> None:
             wait_for(log, "tasks/cancel")
     finally:
         release.set()
+        signal.signal(signal.SIGINT, previous)
     assert "tasks/update" not in sent_methods(log)
 
 

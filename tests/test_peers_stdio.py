@@ -3,6 +3,7 @@ server and the npm reference servers (pinned; installed by scripts/test)."""
 
 from __future__ import annotations
 
+import base64
 import gc
 import json
 from concurrent.futures import ThreadPoolExecutor
@@ -45,7 +46,7 @@ def test_official_python_sdk_server(
     try:
         assert (session.era, session.protocol_version) == (era, version)
         names = [t.name for t in session.tools]
-        assert names == ["echo", "add", "fail", "structured", "sleep"]
+        assert names == ["echo", "add", "fail", "structured", "sleep", "forecast", "connect_account"]
         echo = session.call_tool("echo", {"message": "héllo"})
         assert echo.content[0]["text"] == "héllo"
         assert echo.structured_content == {"result": "héllo"}
@@ -150,3 +151,47 @@ def test_a_forgotten_peer_session_leaves_no_process(
     del session
     gc.collect()
     assert_no_process_left(tree)
+
+
+# ---------------------------------------------------------------- big replies (issue 20)
+
+
+def test_server_filesystem_big_reads_with_the_default_limits(filesystem_stdio_cmd: list[str]) -> None:
+    # The sweep's cases: a 5 MiB text file (a ~10.6 MB frame: the text comes
+    # twice), a 3 MiB image, and a 20 MiB file (a ~42 MB frame).
+    root = Path(filesystem_stdio_cmd[-1])
+    (root / "five.txt").write_text("a" * (5 * 2**20))
+    (root / "twenty.txt").write_text("b" * (20 * 2**20))
+    image = bytes(range(256)) * (3 * 2**20 // 256)
+    (root / "picture.png").write_bytes(image)
+    session = _connect("files", filesystem_stdio_cmd)
+    try:
+        five = session.call_tool("read_text_file", {"path": str(root / "five.txt")})
+        assert five.content[0]["text"] == "a" * (5 * 2**20)
+        del five
+        picture = session.call_tool("read_media_file", {"path": str(root / "picture.png")})
+        assert picture.content[0]["mimeType"] == "image/png"
+        assert base64.b64decode(picture.content[0]["data"]) == image
+        del picture
+        twenty = session.call_tool("read_text_file", {"path": str(root / "twenty.txt")})
+        assert len(twenty.content[0]["text"]) == 20 * 2**20
+        del twenty
+        assert session.call_tool("list_allowed_directories").is_error is False
+    finally:
+        _close_and_check(session)
+
+
+def test_server_filesystem_a_read_over_the_limit_fails_alone(filesystem_stdio_cmd: list[str]) -> None:
+    root = Path(filesystem_stdio_cmd[-1])
+    (root / "five.txt").write_text("a" * (5 * 2**20))
+    (root / "note.txt").write_text("small")
+    session = _connect("files", filesystem_stdio_cmd, max_frame_bytes=8 * 2**20)
+    try:
+        # The TypeScript SDK writes the id last: read from the line's tail.
+        with pytest.raises(mcp_sync.ProtocolError, match=r"sent a reply of \d+ bytes, over max_frame_bytes=8388608$"):
+            session.call_tool("read_text_file", {"path": str(root / "five.txt")})
+        assert not session.closed
+        note = session.call_tool("read_text_file", {"path": str(root / "note.txt")})
+        assert note.content[0]["text"] == "small"
+    finally:
+        _close_and_check(session)

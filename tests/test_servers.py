@@ -380,3 +380,39 @@ def test_traceparent_goes_in_the_request_meta(tmp_path: Path, make: Callable[...
         with pytest.raises(mcp_sync.ProtocolError, match="option traceparent must be a W3C traceparent"):
             servers.call_tool("fake", "echo", {"message": "t"}, traceparent=bad)  # type: ignore[arg-type]
     assert len([f for f in logged(log) if f.get("method") == "tools/call"]) == 2
+
+
+# ---------------------------------------------------------------- the era, remembered
+
+
+@pytest.mark.parametrize(("era", "opening"), [("legacy", "initialize"), ("dual", "server/discover")])
+def test_a_respawned_server_is_not_probed_again(
+    tmp_path: Path, make: Callable[..., mcp_sync.Servers], era: str, opening: str
+) -> None:
+    # The era is a property of the server: the probe is paid once per server in
+    # this process, and each respawn is sent its era's opening request alone.
+    log = tmp_path / "log"
+    servers = make(fake("--era", era, "--log", str(log)))
+    for _ in range(3):
+        session = servers.session("fake")
+        assert session.era == ("legacy" if era == "legacy" else "modern")
+        session.close()
+    assert servers.call_tool("fake", "echo", {"message": "ok"}).content[0]["text"] == "ok"
+    openings = [m for m in methods(log) if m in ("server/discover", "initialize")]
+    if era == "legacy":
+        assert openings == ["server/discover", "initialize", "initialize", "initialize", "initialize"]
+    else:
+        assert openings == ["server/discover"] * 4
+
+
+def test_a_remembered_era_that_fails_is_forgotten(tmp_path: Path) -> None:
+    from mcp_sync._eras import EraMemory, remembering
+
+    memory = EraMemory()
+    memory.era = "modern"  # remembered, but this server is legacy now
+    log = tmp_path / "log"
+    command, *args = server_command("--log", str(log))
+    with remembering(memory), mcp_sync.connect(server="fake", command=command, args=args) as session:
+        assert session.era == "legacy"  # the probe was refused: the handshake followed
+    assert memory.era == "legacy"
+    assert methods(log)[:2] == ["server/discover", "initialize"]

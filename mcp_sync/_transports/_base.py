@@ -124,6 +124,9 @@ class Sink(Protocol):
     def terminal(self) -> McpError | None:
         """Why the session ended, once it has."""
 
+    def failed(self) -> bool:
+        """Whether the session ended for a reason other than the caller closing it."""
+
     def receive(self, line: bytes) -> None:
         """One inbound frame. Raises nothing: a broken rule ends the session."""
 

@@ -223,7 +223,10 @@ class Exchanger:
 
     def read_body(self, response: httpx.Response, deadline: float) -> bytes:
         """The whole body, refused at ``max_frame_bytes`` without holding more,
-        read by ``deadline`` (the watchdog ends a read that would go past it)."""
+        read by ``deadline`` (the watchdog ends a read that would go past it).
+
+        A body too long fails only its own request: over HTTP each body
+        answers one POST, and the connection it came on is dropped with it."""
         hx = self._hx
         limit = self._limits.max_frame_bytes
         self.check_encoding(response)
@@ -231,14 +234,15 @@ class Exchanger:
         if length is not None and (
             not length.strip().isdigit() or len(length) > 18 or int(length) > limit
         ):
-            raise self._body_too_long(limit)
+            declared = length.strip()
+            raise self._body_too_long(limit, f"{declared} bytes" if declared.isdigit() else "unreadable length")
         parts: list[bytes] = []
         held = 0
         try:
             for chunk in response.iter_raw():
                 held += len(chunk)
                 if held > limit:
-                    raise self._body_too_long(limit)
+                    raise self._body_too_long(limit, f"at least {held} bytes")
                 parts.append(chunk)
         except hx.TimeoutException:
             raise
@@ -259,12 +263,12 @@ class Exchanger:
             raise hx.ReadTimeout("the deadline passed")
         return b"".join(parts)
 
-    def _body_too_long(self, limit: int) -> Failure:
+    def _body_too_long(self, limit: int, amount: str) -> Failure:
         return Failure(
             ProtocolError(
-                f"server {self._server!r} sent a JSON body larger than max_frame_bytes={limit}"
+                f"server {self._server!r} sent a JSON body of {amount}, over max_frame_bytes={limit}"
             ),
-            True,
+            False,
         )
 
     def check_encoding(self, response: httpx.Response) -> None:

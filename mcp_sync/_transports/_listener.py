@@ -8,10 +8,12 @@ offers none (405 or another refusal) is left alone.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 
+from .. import _log
 from .._errors import ProtocolError
 from .._limits import Limits
 from ._base import Sink
@@ -43,6 +45,7 @@ class Listener:
         headers: Callable[[], dict[str, str]],
         stopping: threading.Event,
     ) -> None:
+        self._server = server
         self._sink = sink
         self._limits = limits
         self._exchanger = exchanger
@@ -59,6 +62,10 @@ class Listener:
             headers = self._headers()
             if parser.last_event_id and len(parser.last_event_id) <= MAX_EVENT_ID:
                 headers["Last-Event-ID"] = parser.last_event_id
+                _log.transport_event(
+                    logging.DEBUG, "listen_resume", self._server,
+                    "server %r: resuming the event stream (Last-Event-ID)", self._server,
+                )  # fmt: skip
             seen = parser.events
             try:
                 deadline = time.monotonic() + LISTEN_READ_TIMEOUT

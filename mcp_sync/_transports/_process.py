@@ -2,17 +2,24 @@
 reaping, and how it is stopped (stdin closed, then ``SIGTERM``, then
 ``SIGKILL`` to its whole process group, then whatever left the group: see
 :mod:`._proctree`).
+
+Every server process is registered from its spawn until it is reaped, and the
+interpreter's exit stops each one still registered the same way, all at once
+(:func:`_stop_at_exit`): a server whose session was still connecting, or
+being closed on a daemon thread, does not outlive us.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import select
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from secrets import token_hex
 
 from .._errors import SpawnFailed
@@ -39,6 +46,140 @@ _READ_SIZE = 65536
 # The hardest stop the platform has: SIGKILL, or (Windows) Popen.kill(), which
 # is TerminateProcess there. None where there is no SIGKILL (see _signal_group).
 _SIGKILL: signal.Signals | None = getattr(signal, "SIGKILL", None)
+# At exit, how long spawns under way get to finish registering their process.
+_SPAWN_WAIT = 1.0
+
+
+class _Live:
+    """Every server process of this interpreter, from its spawn until it is reaped."""
+
+    def __init__(self) -> None:
+        # Guards spawning, procs and exiting. The exit handler waits on it
+        # for the spawns under way (Popen running) to register their process.
+        self.cond = threading.Condition(threading.Lock())
+        self.spawning = 0
+        self.procs: set[ServerProcess] = set()
+        self.exiting = False
+
+    def begin_spawn(self, server: str) -> None:
+        with self.cond:
+            if self.exiting:
+                raise SpawnFailed(f"server {server!r} was not started: the interpreter is exiting")
+            self.spawning += 1
+
+    def end_spawn(self, proc: ServerProcess | None) -> None:
+        with self.cond:
+            self.spawning -= 1
+            if proc is not None:
+                self.procs.add(proc)
+            self.cond.notify_all()
+
+    def reaped(self, proc: ServerProcess) -> None:
+        with self.cond:
+            self.procs.discard(proc)
+
+
+_live = _Live()
+
+
+def _after_fork_in_child() -> None:
+    # The parent's servers are not ours to stop.
+    global _live
+    _live = _Live()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _pidfd(proc: ServerProcess) -> int:
+    """A pidfd pinning ``proc`` while it is not yet reaped; -1 if there is none."""
+    if not hasattr(os, "pidfd_open"):
+        return -1
+    try:
+        return os.pidfd_open(proc.pid)
+    except OSError:
+        return -1
+
+
+def _poll_pidfds(pidfds: dict[int, ServerProcess], deadline: float) -> list[ServerProcess]:
+    # A pidfd is readable once its process has exited, reaped or not (the
+    # waiter thread may never have started).
+    poller = select.poll()
+    for fd in pidfds:
+        poller.register(fd, select.POLLIN)
+    left = set(pidfds)
+    while left:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        for fd, _ in poller.poll(max(1, int(remaining * 1000))):
+            poller.unregister(fd)
+            left.discard(fd)
+    return [pidfds[fd] for fd in left]
+
+
+def _wait_gone(procs: list[ServerProcess], timeout: float) -> list[ServerProcess]:
+    """Wait up to ``timeout`` s for every process of ``procs`` to exit; those still running."""
+    deadline = time.monotonic() + timeout
+    pidfds: dict[int, ServerProcess] = {}
+    waited: list[ServerProcess] = []
+    for proc in procs:
+        fd = _pidfd(proc)
+        # Checked after pidfd_open: a process not yet reaped then is the
+        # one the pidfd pins, not a stranger that reused its pid.
+        if proc.exited.is_set():
+            if fd >= 0:
+                os.close(fd)
+        elif fd >= 0:
+            pidfds[fd] = proc
+        else:
+            waited.append(proc)
+    try:
+        alive = _poll_pidfds(pidfds, deadline) if pidfds else []
+    finally:
+        for fd in pidfds:
+            os.close(fd)
+    for proc in waited:
+        if not proc.exited.wait(max(0.0, deadline - time.monotonic())):
+            alive.append(proc)
+    return alive
+
+
+def _stop_at_exit() -> None:
+    """The interpreter is exiting: stop every server process still running,
+    whatever its session was doing, as teardown does but all at once: stdin
+    closed, then ``SIGTERM``, then ``SIGKILL`` (at most about the three
+    graces in all), then whatever left their groups."""
+    live = _live
+    with live.cond:
+        live.exiting = True
+        live.cond.wait_for(lambda: live.spawning == 0, _SPAWN_WAIT)
+        procs = list(live.procs)
+    if not procs:
+        return
+    for proc in procs:
+        closer = proc.close_stdin
+        if closer is not None:
+            with contextlib.suppress(Exception):
+                closer()
+    running = _wait_gone(procs, GRACE_AFTER_STDIN)
+    for proc in running:
+        proc._signal_group(signal.SIGTERM)
+    running = _wait_gone(running, GRACE_AFTER_TERM)
+    for proc in running:
+        proc._signal_group(_SIGKILL)
+        if os.name != "posix":
+            with contextlib.suppress(OSError):
+                proc._kill_child()
+    for proc in procs:
+        _proctree.kill_marked(proc._marker, exclude=proc.pid)
+
+
+# Registered at import, before any session exists: it runs after the handlers
+# registered later (a Servers set's close, a forgotten session's finalizer),
+# which stop their servers the ordinary way first.
+atexit.register(_stop_at_exit)
 
 
 def child_environment(env: Mapping[str, str] | None, inherit: bool) -> dict[str, str]:
@@ -66,10 +207,15 @@ class ServerProcess:
         self.returncode: int | None = None
         # Set by the waiter thread (reap) once the child has exited.
         self.exited = threading.Event()
+        # What the exit handler calls first to close stdin (set by the
+        # transport once its writer runs; None: the handler goes straight to signals).
+        self.close_stdin: Callable[[], None] | None = None
         # Inherited by every process the server starts, so teardown can find
         # the ones that left its process group (see _proctree).
         self._marker = f"{_proctree.MARKER}={token_hex(8)}"
         posix = os.name == "posix"
+        _live.begin_spawn(server)
+        spawned = False
         try:
             self.proc = subprocess.Popen(
                 [command, *args],
@@ -88,6 +234,12 @@ class ServerProcess:
             if isinstance(exc, OSError) and exc.errno is not None:
                 reason = os.strerror(exc.errno)
             raise SpawnFailed(f"server {server!r} could not be started: {reason}") from None
+        else:
+            spawned = True
+        finally:
+            # Registered before anything else can happen to it: from now
+            # until it is reaped, the interpreter's exit stops it.
+            _live.end_spawn(self if spawned else None)
 
     @property
     def pid(self) -> int:
@@ -105,11 +257,18 @@ class ServerProcess:
             self._signal_group(_SIGKILL)
         self.returncode = self.proc.wait()
         self.exited.set()
+        _live.reaped(self)
 
-    def stop(self) -> None:
+    def stop(self, polite: bool = True) -> None:
         """Teardown, once stdin is closed: wait for the child to leave, then
-        make it; then kill what it started that left its group."""
-        if not self.exited.wait(GRACE_AFTER_STDIN):
+        make it; then kill what it started that left its group.
+
+        ``polite`` (the caller closed the session): the child first gets
+        ``GRACE_AFTER_STDIN`` to leave on its own. A session that failed
+        skips it: its server broke a rule, stopped answering or is stuck
+        writing a reply nobody reads, so waiting for it to notice the end
+        of stdin only made closing take a second."""
+        if not self.exited.wait(GRACE_AFTER_STDIN if polite else 0):
             self._signal_group(signal.SIGTERM)
             if not self.exited.wait(GRACE_AFTER_TERM):
                 self._signal_group(_SIGKILL)
@@ -124,6 +283,7 @@ class ServerProcess:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             self._kill_child()
             self.proc.wait(GRACE_AFTER_KILL)
+            _live.reaped(self)
 
     def _kill_child(self) -> None:
         if _SIGKILL is None and os.name == "posix":

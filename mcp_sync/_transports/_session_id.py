@@ -10,9 +10,11 @@ session: no id is adopted and nothing is deleted.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from .. import _log
 from .._errors import ConnectionClosed, McpError, ProtocolError
 from .._versions import MODERN
 from ._base import Sink
@@ -88,12 +90,21 @@ class SessionId:
                 raise Failure(ConnectionClosed(f"server {self._server!r} answered HTTP 404"), True)
             self.value = None
             self._local.renewing = True
+            _log.transport_event(
+                logging.INFO, "renew", self._server,
+                "server %r no longer knows the session (HTTP 404): starting a new one", self._server,
+            )  # fmt: skip
             try:
                 self._sink.reopen(deadline)
-            except McpError:
+            except McpError as exc:
                 # Half a renewal leaves no usable session id: end the session.
                 if self._stopping.is_set():
                     raise Stopped from None
+                _log.transport_event(
+                    logging.WARNING, "renew_failed", self._server,
+                    "server %r: a new session after HTTP 404 could not be started (%s)",
+                    self._server, exc.kind, error_kind=exc.kind,
+                )  # fmt: skip
                 raise Failure(
                     ConnectionClosed(
                         f"server {self._server!r} no longer knows the session (HTTP 404) "

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._errors import ConnectionClosed, McpError, ProtocolError, RemoteError
+from .._errors import AuthError, ConnectionClosed, McpError, ProtocolError, RemoteError, remote_error
 from .._jsonrpc import decode_line, error_object
 from .._redact import Redacted
 
@@ -130,11 +130,12 @@ class StatusMap:
             error = _error_reply(message, request_id)
             if error is not None:
                 raise Failure(
-                    RemoteError(
+                    remote_error(
                         f"server {self._server!r} answered {what(method)} with HTTP "
                         f"{status} and JSON-RPC error {error['code']}",
                         error["code"],
-                        Redacted({"message": error["message"], "data": error.get("data")}),
+                        error["message"],
+                        error.get("data"),
                     ),
                     False,
                 )
@@ -148,14 +149,18 @@ class StatusMap:
                 self.refused = True
             return Failure(error, terminal)
         self.refused = True
-        hint = (
-            " (check the token in bearer_token_env)"
-            if self._has_token
-            else " (no bearer_token_env was given)"
-        )
         reason = "401 Unauthorized" if status == 401 else "403 Forbidden"
+        if self._has_token:
+            message = f"server {self._server!r} answered HTTP {reason} (check the token in bearer_token_env)"
+            return Failure(ConnectionClosed(message), True)
+        # No credentials were configured at all: the server wants
+        # authorization, which is an auth failure with what to try.
         return Failure(
-            ConnectionClosed(f"server {self._server!r} answered HTTP {reason}{hint}"), True
+            AuthError(
+                f"server {self._server!r} answered HTTP {reason} and no auth is configured "
+                "(give auth=, see mcp_sync.auth, or bearer_token_env)"
+            ),
+            True,
         )
 
     def status_error(self, status: int, method: str | None, *, noun: str | None = None) -> RemoteError:

@@ -32,11 +32,13 @@ This class coordinates; each job is a piece of its own: :mod:`._exchange`
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
 from typing import TYPE_CHECKING
 
+from .. import _log
 from .._errors import ConnectionClosed, ProtocolError
 from .._limits import Limits, seconds
 from .._redact import Redacted
@@ -276,6 +278,12 @@ class HttpTransport:
             if self._read_events(response, parser, request_id, deadline):
                 return
         if extra is not None:
+            if item.method == "subscriptions/listen":
+                # A listen stream that drops fails alone: the session opens
+                # another (listening again changes nothing on the server).
+                raise Failure(
+                    ConnectionClosed(f"server {self._server!r} ended a subscriptions/listen stream"), False
+                )
             # 2026-07-28 has no resumption. Sending the request again could run
             # a tool twice, so the request is not re-sent: the session ends.
             raise Failure(
@@ -305,7 +313,8 @@ class HttpTransport:
                 try:
                     messages = parser.feed(chunk)
                 except ProtocolError as exc:
-                    raise Failure(exc, True) from None
+                    # This stream serves one request: it alone fails.
+                    raise Failure(exc, False) from None
                 for data in messages:
                     sink.receive(data)
                 if (
@@ -349,6 +358,11 @@ class HttpTransport:
                 raise Stopped
             headers = self._headers(_ACCEPT_SSE)
             headers["Last-Event-ID"] = event_id
+            _log.transport_event(
+                logging.INFO, "resume", self._server,
+                "server %r ended the reply stream of %s before replying: resuming it (Last-Event-ID)",
+                self._server, named, request=named,
+            )  # fmt: skip
             with self._io.open("GET", None, deadline, headers) as response:
                 status = response.status_code
                 if status in (401, 403):
@@ -420,6 +434,11 @@ class HttpTransport:
         return headers
 
     # ----------------------------------------------------------- teardown
+
+    @property
+    def url(self) -> str:
+        """The server's endpoint (tracing names its host and port)."""
+        return self._url
 
     def shutdown(self, wait: bool) -> None:
         self._once.run(self._teardown, wait)

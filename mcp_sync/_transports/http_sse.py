@@ -231,6 +231,11 @@ class SseTransport:
 
     # ----------------------------------------------------------- teardown
 
+    @property
+    def url(self) -> str:
+        """The server's endpoint (tracing names its host and port)."""
+        return self._url
+
     def shutdown(self, wait: bool) -> None:
         self._once.run(self._teardown, wait)
 

@@ -32,6 +32,7 @@ import math
 import os
 import queue
 import select
+import struct
 import sys
 import threading
 import time
@@ -43,6 +44,7 @@ from .._jsonrpc import decode_line
 from .._limits import Limits, reply_not_queued, seconds
 from .._redact import StderrTail
 from ._base import Leader, Outbound, ShutdownOnce, Sink
+from ._oversize import Oversized, frame_too_long, reply_too_long
 from ._process import ENV_ALLOWLIST, ServerProcess, child_environment, drain_stderr
 
 __all__ = ["ENV_ALLOWLIST", "StdioTransport", "child_environment"]
@@ -53,6 +55,14 @@ EXIT_AFTER_EOF = 0.5
 THREAD_JOIN = 2.0
 
 _READ_SIZE = 65536
+if sys.platform.startswith("linux"):
+    import fcntl
+    import termios
+
+    # How many bytes wait in a pipe; on Linux also asked of its write end.
+    _FIONREAD: int | None = termios.FIONREAD
+else:
+    _FIONREAD = None
 _POLL_MAX_MS = 2**31 - 1
 # A caller writes its own frame only when one write(2) is sure to take all of
 # it: a pipe writes up to PIPE_BUF bytes atomically or not at all, so no
@@ -244,6 +254,20 @@ class _Stdin:
                 if self._queue.queue:
                     self.flush()  # queued while we held stdin
 
+    def unread(self) -> int | None:
+        """Bytes sent that the server has not read yet (queued here or in the
+        pipe); ``None`` where the pipe cannot tell (FIONREAD on a pipe's
+        write end is Linux's)."""
+        if self._queue.queue:
+            return 1
+        if _FIONREAD is None or self._fd < 0:
+            return None
+        try:
+            count: int = struct.unpack("i", fcntl.ioctl(self._fd, _FIONREAD, b"\0\0\0\0"))[0]
+        except (OSError, ValueError):
+            return None
+        return count
+
     def run(self) -> None:
         """The writer thread: write what callers could not, until the
         sentinel (OSError: the pipe broke). Closes stdin on the way out."""
@@ -322,6 +346,7 @@ class StdioTransport:
         self._teardown_thread: threading.Thread | None = None
         self._teardown_ident: int | None = None
         self._name = f"mcp_sync-{server}"
+        self._server = server
         self._epoll: select.epoll | None = None
         posix = os.name == "posix"
         self._child = ServerProcess(server, command, args, cwd, env)
@@ -336,6 +361,8 @@ class StdioTransport:
                     f"server {server!r} could not be started: {type(exc).__name__}"
                 ) from None
             raise
+        # The interpreter's exit closes stdin the way teardown does, first.
+        self._child.close_stdin = self._stdin.close
 
     def _abandon_child(self) -> None:
         # A writer thread that did start is waiting for frames: stop it, and
@@ -370,7 +397,7 @@ class StdioTransport:
         self._stdin.attach(self._proc.stdin, posix)
         # The read token (see "Who reads stdout" below): guards stdout, the
         # line being assembled (_partial, _held, _chunk, _pos, _reading,
-        # _resync, _stdout_state) and dispatch. The reader thread waits for
+        # _resync, _skipping, _stdout_state) and dispatch. The reader thread waits for
         # it; a caller only tries it (``lead``), and teardown waits for it at
         # most THREAD_JOIN before closing the descriptors.
         self._rlock: Any = threading.RLock()  # (Any: _is_owned is not typed)
@@ -379,6 +406,9 @@ class StdioTransport:
         self._chunk: bytes | None = None
         self._pos = 0
         self._stdout_state = _OPEN
+        # The kept ends of a line over max_frame_bytes while the rest of it
+        # is skipped (see ._oversize).
+        self._skipping: Oversized | None = None
         # Set around a read(2) whose result could be lost to an interrupt;
         # _resync then drops what may be the tail of a line that lost its middle.
         self._reading = False
@@ -416,6 +446,11 @@ class StdioTransport:
     @property
     def pid(self) -> int:
         return self._child.pid
+
+    def stdin_unread(self) -> int | None:
+        """Bytes sent that the server has not read yet, if the platform tells
+        (era negotiation starts its clock once the server has read the probe)."""
+        return self._stdin.unread()
 
     @property
     def returncode(self) -> int | None:
@@ -552,6 +587,7 @@ class StdioTransport:
                 self._reading = False
                 self._partial.clear()
                 self._held = 0
+                self._skipping = None
                 self._resync = True
             if self._stdout_state is _OPEN and not self._once.begun:
                 assert self._epoll is not None
@@ -629,21 +665,31 @@ class StdioTransport:
         start = self._pos
         while True:
             newline = chunk.find(b"\n", start)
+            end = len(chunk) if newline < 0 else newline
+            skipping = self._skipping
+            if skipping is None and self._held + end - start > limit:
+                # Over the limit: from here on only the line's ends are kept.
+                skipping = self._skipping = Oversized()
+                for part in partial:
+                    skipping.feed(part)
+                partial.clear()
+                self._held = 0
+            if skipping is not None:
+                skipping.feed(chunk[start:end])
+                if newline < 0:
+                    self._chunk = None
+                    return self._skipped(skipping, ended=False)
+                start = self._pos = newline + 1
+                if not self._skipped(skipping, ended=True):
+                    return False
+                continue
             if newline < 0:
                 rest = len(chunk) - start
-                if self._held + rest > limit:
-                    self._stdout_state = _TOO_LONG
-                    partial.clear()
-                    return False
                 self._chunk = None
                 if rest:
                     partial.append(chunk[start:] if start else chunk)
                     self._held += rest
                 return True
-            if self._held + newline - start > limit:
-                self._stdout_state = _TOO_LONG
-                partial.clear()
-                return False
             if partial:
                 partial.append(chunk[start:newline])
                 line = b"".join(partial)
@@ -657,6 +703,37 @@ class StdioTransport:
                 if start == len(chunk):
                     self._chunk = None
                 return True
+
+    def _skipped(self, skipping: Oversized, ended: bool) -> bool:
+        """Charge an over-long line to its request as soon as its kept ends
+        tell which one (holding the read token). False when they cannot:
+        the session ends, as for any frame over the limit."""
+        limit = self._limits.max_frame_bytes
+        if not skipping.decided:
+            reply = skipping.head_says(ended)
+            if reply is False:
+                self._skipping = None
+                self._stdout_state = _TOO_LONG
+                return False
+            if reply and skipping.request_id is not None:
+                # Its caller is told now, not after the rest is skipped.
+                self._fail_reply(skipping.request_id, skipping.size, limit, ended)
+        if not ended:
+            return True
+        self._skipping = None
+        if skipping.request_id is None:
+            request_id = skipping.tail_id()
+            if request_id is None:
+                self._stdout_state = _TOO_LONG
+                return False
+            self._fail_reply(request_id, skipping.size, limit, True)
+        return True
+
+    def _fail_reply(self, request_id: int, size: int, limit: int, whole: bool) -> None:
+        # A reply nobody waits for any more is dropped, as a late reply of
+        # any size is.
+        if self._sink.waiting(request_id):
+            self._sink.fail(request_id, reply_too_long(self._server, size, limit, whole))
 
     def _flush_replies(self) -> bool:
         """Send the replies a reading caller left (reader thread, holding the
@@ -698,10 +775,7 @@ class StdioTransport:
         if stopped or self._once.begun:
             return  # the session has already ended
         if self._stdout_state is _TOO_LONG:
-            limit = self._limits.max_frame_bytes
-            self._sink.terminate(
-                ProtocolError(f"an inbound frame is longer than max_frame_bytes={limit}")
-            )
+            self._sink.terminate(frame_too_long(self._limits.max_frame_bytes))
         # stdout ended. Prefer the exit status when it follows promptly.
         elif self._child.exited.wait(EXIT_AFTER_EOF):
             self._sink.terminate(ConnectionClosed(f"exited with code {self._child.returncode}"))
@@ -756,7 +830,7 @@ class StdioTransport:
 
     def _teardown(self) -> None:
         self._stop_writer()
-        self._child.stop()
+        self._child.stop(polite=not self._sink.failed())
         current = threading.current_thread()
         for thread in self._threads:
             if thread is not current and thread.ident is not None:

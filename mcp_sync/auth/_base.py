@@ -65,6 +65,13 @@ class Auth(ABC):
     with DPoP when the server and its authorization server both offer it),
     ``True`` (require it) or ``False``; ``issuer`` pins one authorization
     server when a server lists several.
+
+    A credential of the caller's (a client secret, a private key's assertion,
+    a workload's JWT) is sent only to the authorization server pinned with
+    ``issuer``, or to one at the MCP server's own origin: a server whose
+    metadata names an authorization server elsewhere gets :class:`AuthError`
+    before anything is sent, unless ``any_issuer=True`` says to trust
+    whichever one it names.
     """
 
     interactive: ClassVar[bool] = False
@@ -77,6 +84,7 @@ class Auth(ABC):
         store: TokenStore | None = None,
         dpop: DpopSetting = "auto",
         issuer: str | None = None,
+        any_issuer: bool = False,
     ) -> None:
         self.scope = check_scope(scope)
         if store is None:
@@ -90,6 +98,9 @@ class Auth(ABC):
         if issuer is not None and (not isinstance(issuer, str) or not issuer):
             raise ProtocolError("option issuer must be a non-empty string (an issuer URL)")
         self.issuer = issuer
+        if not isinstance(any_issuer, bool):
+            raise ProtocolError("option any_issuer must be True or False")
+        self.any_issuer = any_issuer
         self._grants_lock = threading.Lock()
         self._grants: dict[str, Grant] = {}
 

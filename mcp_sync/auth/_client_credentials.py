@@ -13,7 +13,7 @@ from .._errors import AuthError, ProtocolError
 from .._redact import Redacted
 from ._base import Auth, DpopSetting, check_auth_method
 from ._discovery import ServerMetadata
-from ._grant import Grant, Run
+from ._grant import Grant, Run, check_credential_destination
 from ._jwt import SIGNING_ALGORITHMS, client_assertion_signer, load_private_key
 from ._store import TokenStore
 from ._tokens import ClientAuth, TokenSet, check_offered, choose_method
@@ -70,6 +70,8 @@ class _ClientSecretOrKey:
 
 
 def client_auth_for(credential: _ClientSecretOrKey, run: Run) -> ClientAuth:
+    what = "the client secret" if credential.secret is not None else "the private key's assertion"
+    check_credential_destination(run, what)
     return credential.client_auth(run.ctx.server, run.server)
 
 
@@ -98,8 +100,9 @@ class ClientCredentials(Auth):
         dpop: DpopSetting = "auto",
         issuer: str | None = None,
         token_endpoint_auth_method: str | None = None,
+        any_issuer: bool = False,
     ) -> None:
-        super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer)
+        super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer, any_issuer=any_issuer)
         self.client_id = check_client_id(client_id)
         self._credential = _ClientSecretOrKey(
             self.client_id, client_secret, private_key, signing_algorithm, token_endpoint_auth_method

@@ -35,11 +35,12 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from .._errors import AuthError, LoginRequired, McpError, ProtocolError, Timeout
 from .._limits import DEFAULT_MAX_FRAME_BYTES, check_limit, seconds
 from .._redact import Redacted
+from .._text import escape
 from ._base import Auth, DpopSetting, check_auth_method
 from ._discovery import Challenge, Context, ServerMetadata, discover, parse_challenges
 from ._dpop import DpopKey
 from ._fetch import Fetcher
-from ._grant import Grant, Run, select_scope
+from ._grant import Grant, Run, check_credential_destination, select_scope
 from ._loopback import LoopbackListener, free_loopback_uri
 from ._store import TokenStore
 from ._tokens import ClientAuth, TokenSet, choose_method, oauth_failure, refusal, token_request
@@ -212,8 +213,9 @@ class AuthorizationCode(Auth):
         dpop: DpopSetting = "auto",
         issuer: str | None = None,
         token_endpoint_auth_method: str | None = None,
+        any_issuer: bool = False,
     ) -> None:
-        super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer)
+        super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer, any_issuer=any_issuer)
         if not isinstance(client_name, str) or not client_name.strip():
             raise ProtocolError("option client_name must be a non-empty string")
         self.client_name = client_name
@@ -387,6 +389,8 @@ class AuthorizationCode(Auth):
         meta = run.ctx.server
         server = run.server
         if self.client_id is not None:
+            if self._client_secret is not None:
+                check_credential_destination(run, "the client secret")
             method = choose_method(
                 self._client_secret is not None,
                 meta.token_endpoint_auth_methods_supported,
@@ -535,7 +539,7 @@ class AuthorizationCode(Auth):
             opened = False
         if opened is False or opened is None:
             print(
-                f"mcp-sync: to authorize access to server {server!r}, open this URL in a browser:\n{url}",
+                f"mcp-sync: to authorize access to server {server!r}, open this URL in a browser:\n{escape(url)}",
                 file=sys.stderr,
                 flush=True,
             )

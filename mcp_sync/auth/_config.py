@@ -57,6 +57,10 @@ class _AuthBase(BaseModel):
     token_store: NonEmpty | None = None
     """A file for :class:`FileTokenStore` (default: memory only)."""
     dpop: bool | Literal["auto"] = "auto"
+    issuer: NonEmpty | None = None
+    """Pins the authorization server (its issuer URL)."""
+    any_issuer: bool = False
+    """Send the client's credential to whichever authorization server the MCP server names."""
 
     @field_validator("*", mode="after")
     @classmethod
@@ -70,7 +74,10 @@ class _AuthBase(BaseModel):
         from ._store import FileTokenStore
 
         store = FileTokenStore(os.path.expanduser(self.token_store)) if self.token_store else None
-        return {"scope": self.scope, "store": store, "dpop": self.dpop}
+        return {
+            "scope": self.scope, "store": store, "dpop": self.dpop,
+            "issuer": self.issuer, "any_issuer": self.any_issuer,
+        }  # fmt: skip
 
 
 class OAuthConfig(_AuthBase):

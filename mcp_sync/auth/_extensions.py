@@ -21,7 +21,7 @@ from .._errors import AuthError, ProtocolError
 from .._redact import Redacted
 from ._base import Auth, DpopSetting, call_source, source_text
 from ._client_credentials import _ClientSecretOrKey, check_client_id, client_auth_for
-from ._grant import Grant, Run
+from ._grant import Grant, Run, check_credential_destination
 from ._store import TokenStore
 from ._tokens import JWT_BEARER, ClientAuth, TokenSet, oauth_failure
 from ._urls import check_oauth_url
@@ -58,8 +58,9 @@ class WorkloadIdentity(Auth):
         store: TokenStore | None = None,
         dpop: DpopSetting = "auto",
         issuer: str | None = None,
+        any_issuer: bool = False,
     ) -> None:
-        super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer)
+        super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer, any_issuer=any_issuer)
         self._assertion = source_text(assertion, "assertion")
         self.client_id = None if client_id is None else check_client_id(client_id)
 
@@ -68,6 +69,7 @@ class WorkloadIdentity(Auth):
 
     def _acquire(self, run: Run, scope: str | None) -> TokenSet:
         _needs_jwt_bearer(run)
+        check_credential_destination(run, "the workload's assertion")
         form = {"grant_type": JWT_BEARER, "assertion": call_source(self._assertion, "assertion")}
         if scope:
             form["scope"] = scope
@@ -102,8 +104,9 @@ class EnterpriseManagedAuthorization(Auth):
         dpop: DpopSetting = "auto",
         issuer: str | None = None,
         token_endpoint_auth_method: str | None = None,
+        any_issuer: bool = False,
     ) -> None:
-        super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer)
+        super().__init__(scope=scope, store=store, dpop=dpop, issuer=issuer, any_issuer=any_issuer)
         self.client_id = check_client_id(client_id)
         self._credential = _ClientSecretOrKey(
             self.client_id, client_secret, private_key, signing_algorithm, token_endpoint_auth_method

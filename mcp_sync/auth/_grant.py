@@ -22,16 +22,25 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._errors import AuthError, McpError, Timeout
 from .._limits import Limits
+from .._text import escape
 from ._discovery import Challenge, Context, discover, parse_challenges
 from ._dpop import DPOP_ALGORITHM, DpopKey
 from ._fetch import Fetcher
 from ._store import TokenStore
 from ._tokens import ClientAuth, TokenSet, keep_refresh, token_request
+from ._urls import origin, same_origin
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["Binding", "Grant", "Run", "select_scope", "union_scopes"]
+__all__ = [
+    "Binding",
+    "Grant",
+    "Run",
+    "check_credential_destination",
+    "select_scope",
+    "union_scopes",
+]
 
 
 class Auth(Protocol):
@@ -48,6 +57,8 @@ class Auth(Protocol):
     def dpop(self) -> bool | Literal["auto"]: ...
     @property
     def issuer(self) -> str | None: ...
+    @property
+    def any_issuer(self) -> bool: ...
 
     def _grant(self, url: str) -> Grant: ...
     def _acquire(self, run: Run, scope: str | None) -> TokenSet: ...
@@ -121,6 +132,26 @@ class Run:
             what=what,
             proof=self.dpop_proof(),
         )
+
+
+def check_credential_destination(run: Run, what: str) -> None:
+    """A credential of the caller's (a client secret, a private-key or
+    workload assertion) goes only to an authorization server the caller
+    meant: the one pinned with ``issuer=``, one at the MCP server's own
+    origin, or (``any_issuer=True``) whichever the MCP server names. Else the
+    MCP server's metadata alone could send the secret to a host of its choosing."""
+    auth = run.grant.auth
+    ctx = run.ctx
+    if auth.any_issuer or (auth.issuer is not None and ctx.issuer == auth.issuer):
+        return
+    if same_origin(ctx.issuer, ctx.server_url):
+        return
+    raise AuthError(
+        f"server {run.server!r}: its authorization server ({escape(origin(ctx.issuer))}) is on "
+        f"another origin and was not named by this auth; refusing to send it {what}. Pin it "
+        "with issuer= if you trust it, or pass any_issuer=True to trust whichever "
+        "authorization server the MCP server names"
+    )
 
 
 class Grant:

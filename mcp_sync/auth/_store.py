@@ -19,6 +19,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from .._errors import AuthError
+from .._jsonrpc import json_depth
+from .._limits import MAX_JSON_DEPTH
 
 __all__ = ["FileTokenStore", "MemoryTokenStore", "TokenStore"]
 
@@ -158,9 +160,15 @@ class FileTokenStore:
             raise AuthError(f"token store {self.path}: larger than {MAX_STORE_BYTES} bytes")
         if not data.strip():
             return {}
+        # json's parser recurses: the depth is checked first, without recursion.
+        if json_depth(data) > MAX_JSON_DEPTH:
+            raise AuthError(
+                f"token store {self.path}: not a token store file "
+                f"(nests deeper than {MAX_JSON_DEPTH} levels)"
+            )
         try:
             document = json.loads(data.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise AuthError(f"token store {self.path}: not a token store file (invalid JSON)") from None
         records = document.get("records") if isinstance(document, dict) else None
         if not isinstance(records, dict):

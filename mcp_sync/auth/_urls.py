@@ -4,6 +4,7 @@ metadata ``resource`` is matched against the server's URL."""
 from __future__ import annotations
 
 import ipaddress
+import unicodedata
 from urllib.parse import urlsplit, urlunsplit
 
 from .._errors import AuthError
@@ -18,6 +19,10 @@ __all__ = [
 ]
 
 MAX_URL_CHARS = 2048
+# Unicode categories a URL may not hold: controls (C0, DEL, C1), format
+# characters (bidi overrides and isolates, zero-width marks), surrogates and
+# the line and paragraph separators.
+_UNSHOWABLE = dict.fromkeys(("Cc", "Cf", "Cs", "Zl", "Zp"), True)
 
 
 def is_loopback(host: str | None) -> bool:
@@ -40,6 +45,13 @@ def check_oauth_url(value: object, what: str, server: str) -> str:
         raise AuthError(f"server {server!r}: {what} is not a usable URL")
     if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
         raise AuthError(f"server {server!r}: {what} is not a usable URL")
+    if not value.isascii() and any(_UNSHOWABLE.get(unicodedata.category(ch), False) for ch in value):
+        # Such a URL may be printed for the user to open: a C1 control (CSI)
+        # could drive the terminal, a bidi override could show another host.
+        raise AuthError(
+            f"server {server!r}: {what} contains a control, bidirectional-formatting "
+            "or other invisible character"
+        )
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018 - raises ValueError for a bad port

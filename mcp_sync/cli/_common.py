@@ -13,10 +13,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from .._client import connect
+from .._eras import EraMemory, remembering
 from .._errors import McpError
 from .._jsonrpc import json_depth
 from .._limits import MAX_JSON_DEPTH
@@ -233,6 +234,7 @@ def load(ns: argparse.Namespace) -> tuple[str, str, tuple[ServerEntry, ...]]:
             prefix = "--from" if exc.path == client else source
             usage(f"{prefix} {escape(str(exc))}")
         sys.stderr.write(f"{PROG}: reading {escape(path)} ({source})\n")
+        _trust_project_file(ns, client, path, entries)
         return path, source, entries
     path, source = _config_path(ns)
     try:
@@ -240,6 +242,39 @@ def load(ns: argparse.Namespace) -> tuple[str, str, tuple[ServerEntry, ...]]:
     except ConfigError as exc:
         usage(f"{source} {escape(str(exc))}")
     return path, source, entries
+
+
+def _trust_project_file(
+    ns: argparse.Namespace, client: str, path: str, entries: tuple[ServerEntry, ...]
+) -> None:
+    """A project's file (a checkout's ``.mcp.json``) is written by whoever
+    wrote the checkout: its commands run only once the user says so, on a
+    terminal, or with ``--trust-project``. A user-scope file is the user's own."""
+    from .._locations import candidates
+    from ..config import ConnectOptions
+
+    scopes = {str(location.path): location.scope for location in candidates(client)}
+    commands = [
+        " ".join(escape(part) for part in (entry.command, *entry.args))
+        for entry in entries
+        if isinstance(entry, ConnectOptions)
+    ]
+    if scopes.get(path) != "project" or not commands or getattr(ns, "trust_project", False):
+        return
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        usage(
+            f"--from {client}: {escape(path)} is a project's file and would run "
+            f"{len(commands)} command(s); refusing without a terminal to ask. "
+            "Pass --trust-project if you trust this checkout"
+        )
+    sys.stderr.write(f"{PROG}: {escape(path)} is a project's file; it runs:\n")
+    for command in commands:
+        sys.stderr.write(f"  {command}\n")
+    sys.stderr.write("Run these commands? [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        usage(f"--from {client}: not trusted; nothing was run")
 
 
 # --------------------------------------------------------------------------
@@ -257,6 +292,9 @@ class Server:
     # The redacted tail of the server's stderr, delivered by the session's
     # diagnostics observer when the server failed ("a | b | c").
     stderr: str = ""
+    # The era auto settled for this server: a later connect in this process
+    # sends that era's opening request alone (see mcp_sync._eras).
+    era: EraMemory = field(default_factory=EraMemory)
 
     def observe(self, event: DiagnosticEvent) -> None:
         if event.kind == "stderr":
@@ -308,7 +346,8 @@ def connect_all(servers: Sequence[Server]) -> None:
             server.error = CliExit(EXIT_USAGE, problem)
             return
         try:
-            server.session = connect(server.entry, diagnostics=server.observe)
+            with remembering(server.era):
+                server.session = connect(server.entry, diagnostics=server.observe)
         except Exception as exc:
             server.error = exc
 

@@ -70,12 +70,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--mcp-config", metavar="PATH", help=config_help)
     parser.add_argument("--from", dest="from_client", choices=CLIENTS, help=from_help)
+    trust_help = "run the commands of a project's file read by --from (a checkout's .mcp.json) without asking"
+    parser.add_argument("--trust-project", action="store_true", help=trust_help)
     # The flags are also accepted after the subcommand; SUPPRESS keeps a value
     # given before it from being overwritten with None.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--mcp-config", metavar="PATH", default=argparse.SUPPRESS, help=config_help)
     common.add_argument(
         "--from", dest="from_client", choices=CLIENTS, default=argparse.SUPPRESS, help=from_help
+    )
+    common.add_argument(
+        "--trust-project", action="store_true", default=argparse.SUPPRESS, help=trust_help
     )
     common.add_argument(
         "--server",

@@ -10,6 +10,15 @@
   for the whole process (a request with modern ``_meta`` other than
   ``initialize`` opens the modern era); a later request from the other era is
   refused (``initialize`` with ``-32022``, a modern request with ``-32600``).
+- ``sdk``: both, the way the TypeScript SDK v2's ``serveStdio`` does it: a
+  first ``server/discover`` is answered in the modern era without deciding;
+  the next request decides (a modern one keeps the modern era, ``initialize``
+  or any request without modern ``_meta`` pins the handshake era, and later
+  modern requests are then served as handshake-era ones).
+
+``--delay METHOD=MS`` (repeatable) waits MS milliseconds after reading a
+METHOD request before doing anything with it (answering, or ``--exit-on``):
+a server that reads the probe and is slow to answer it, or exits only later.
 
 Misbehaviours for the modern era: ``--result-type VALUE`` (every
 ``tools/call`` result carries it), ``--version-loop`` (every request is
@@ -36,9 +45,11 @@ from __future__ import annotations
 
 import argparse
 import threading
+import time
 from typing import Any
 
 from ._host import Host
+from ._listen import instructions
 
 __all__ = ["INPUT_TOOLS", "REQUEST_STATE", "TASKS_EXTENSION", "EraGate", "add_options", "declares_tasks"]
 
@@ -65,7 +76,9 @@ INPUT_TOOLS: list[dict[str, Any]] = [
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--era", choices=("legacy", "modern", "dual"), default="legacy",
+    parser.add_argument("--delay", action="append", default=[], metavar="METHOD=MS",
+                        help="wait MS milliseconds after reading a METHOD request")
+    parser.add_argument("--era", choices=("legacy", "modern", "dual", "sdk"), default="legacy",
                         help="which protocol era(s) to serve (default legacy)")
     parser.add_argument("--modern-versions", default="2026-07-28", metavar="V,...",
                         help="the modern versions the server lists")
@@ -102,7 +115,8 @@ class EraGate:
         self.result_type: str | None = options.result_type
         self.version_loop: bool = options.version_loop
         self.refuse_first: bool = options.refuse_first
-        self.locked: str | None = None if self.mode == "dual" else self.mode
+        self.locked: str | None = None if self.mode in ("dual", "sdk") else self.mode
+        self.delays = {method: int(ms) for method, _, ms in (d.partition("=") for d in options.delay)}
         # Over HTTP there is no connection to lock: each request picks its era.
         self.per_request = False
         self.lock = threading.Lock()
@@ -110,14 +124,22 @@ class EraGate:
         # stamped with resultType and the server's identity.
         self.modern_ids: set[object] = set()
 
+    def delay(self, method: str) -> None:
+        """``--delay``: wait before doing anything with a ``method`` request."""
+        ms = self.delays.get(method)
+        if ms:
+            time.sleep(ms / 1000)
+
     def era_of(self, method: str, params: object) -> str:
-        if self.mode != "dual":
+        if self.mode not in ("dual", "sdk"):
             return self.mode
         if self.per_request:
             return "modern" if method != "initialize" and has_modern_meta(params) else "legacy"
         with self.lock:
             if self.locked is None:
                 modern = method != "initialize" and has_modern_meta(params)
+                if modern and method == "server/discover" and self.mode == "sdk":
+                    return "modern"  # an optimistic answer: the next request decides
                 self.locked = "modern" if modern else "legacy"
             return self.locked
 
@@ -156,6 +178,7 @@ class EraGate:
                 "_meta": {META_SERVER_INFO: SERVER_INFO},
                 "ttlMs": 0,
                 "cacheScope": "private",
+                **instructions(server.opt),
             })
             return True
         if method in ("ping", "tasks/result", "tasks/list"):

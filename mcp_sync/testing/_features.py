@@ -55,6 +55,12 @@ FEATURE_TOOLS: list[dict[str, Any]] = [
         ("maybe_task", "A tool that may be called as a task or not.",
          {"execution": {"taskSupport": "optional"}}),
         ("forever", "A task that never finishes.", {"execution": {"taskSupport": "required"}}),
+        ("needs_url", "Answer JSON-RPC error -32042 (a URL elicitation is required) the first time "
+         "it is called with a `key` (default \"account\"), then `connected`. `urls`: the "
+         "elicitations listed instead of the fake one.", {}),
+        ("ask", "Send the client each request of `requests` ([{method, params}...]) in turn, "
+         "`\"$task\"` in params standing for the last taskId the client returned (`wait_ms` "
+         "before each), and return every reply.", {}),
         ("bad_structured", "Answer structuredContent that breaks its own outputSchema.",
          {"outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}}),
     )
@@ -139,6 +145,7 @@ class Features:
         self.task_ids = itertools.count(1)
         self.log_level = "debug"
         self.added = 0
+        self.connected: set[str] = set()
 
     # --------------------------------------------------------------- methods
 
@@ -354,6 +361,8 @@ class Features:
             "sample": lambda r, a, p: self.server.reply(r, self.asked("sampling/createMessage", a.get("params"))),
             "roots": lambda r, a, p: self.server.reply(r, self.asked("roots/list", None)),
             "storm": self.storm,
+            "needs_url": self.needs_url,
+            "ask": self.ask,
             "bad_structured": lambda r, a, p: self.server.reply(
                 r, self.server.text("oops", structuredContent={"sum": "not a number"})
             ),
@@ -434,6 +443,34 @@ class Features:
         line = json.dumps({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}) + "\n"
         self.server.write_raw(line.encode() * int(args.get("count", 1)))
         self.server.reply(rid, self.server.text("stormed"))
+
+    def needs_url(self, rid: object, args: dict[str, Any], params: dict[str, Any]) -> None:
+        key = str(args.get("key", "account"))
+        if key in self.connected:
+            self.server.reply(rid, self.server.text(f"connected {key}"))
+            return
+        self.connected.add(key)
+        elicitations = args.get("urls", [{
+            "mode": "url", "elicitationId": f"elicit-{key}",
+            "url": f"https://auth.example.com/connect?elicitation=elicit-{key}",
+            "message": "Connect your account first.",
+        }])  # fmt: skip
+        self.server.error(rid, -32042, "This request requires more information.", {"elicitations": elicitations})
+
+    def ask(self, rid: object, args: dict[str, Any], params: dict[str, Any]) -> None:
+        replies: list[dict[str, Any]] = []
+        task_id: object = None
+        for step in args.get("requests", []):
+            time.sleep(int(step.get("wait_ms", 0)) / 1000)
+            sent = json.loads(json.dumps(step.get("params")).replace('"$task"', json.dumps(task_id)))
+            answer = self.request(str(step.get("method")), sent)
+            answer.pop("jsonrpc", None)
+            answer.pop("id", None)
+            created = (answer.get("result") or {}).get("task") if isinstance(answer.get("result"), dict) else None
+            if isinstance(created, dict) and "taskId" in created:
+                task_id = created["taskId"]
+            replies.append(answer)
+        self.server.reply(rid, self.server.text(json.dumps(replies), structuredContent={"replies": replies}))
 
     # --------------------------------------------------------------- asking the client
 

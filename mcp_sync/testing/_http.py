@@ -261,6 +261,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 overflows when a client opens
+    # dozens of connections at once (submitted calls), as no real server's does.
+    request_queue_size = 128
     fake: FakeServer
     out: _PerThreadOut
     log_lock: threading.Lock

@@ -21,6 +21,8 @@ from typing import Any, BinaryIO
 from ._eras import INPUT_TOOLS, EraGate
 from ._eras import add_options as add_era_options
 from ._features import FEATURE_CAPABILITIES, FEATURE_TOOLS, Features
+from ._listen import LISTEN_TOOLS, ListenHub, instructions
+from ._listen import add_options as add_listen_options
 
 __all__ = ["DEFAULT_TOOLS", "FakeServer", "parse_args", "spawn_grandchild"]
 
@@ -61,6 +63,9 @@ MISBEHAVING_TOOLS: list[dict[str, Any]] = [
         ("raw", "Write `lines` raw to stdout ({id} is the request id; an item may be "
                 "{prefix, repeat, times, suffix}), then answer unless `reply` is false."),
         ("flood", "Write `bytes` bytes to stdout without a newline."),
+        ("huge_reply", "Answer with `bytes` bytes of text, streamed: id last as the TypeScript "
+                       "SDK writes it, or first with `id_first`; `id` replaces the id (any JSON), "
+                       "`method` makes it a server request instead."),
         ("stderr", "Write `text` (or `bytes` bytes of noise) to stderr, then answer."),
         ("grandchild", "Start a long-lived grandchild process and return its pid; `setsid` "
                        "puts it in a session of its own, `detach` also orphans it (double fork)."),
@@ -93,6 +98,7 @@ class FakeServer:
         self.stall_until = 0.0
         self.features = Features(self)
         self.eras = EraGate(self, options)
+        self.hub = ListenHub(self)
         # Over HTTP every call is answered on its request's own thread.
         self.inline = False
 
@@ -115,12 +121,37 @@ class FakeServer:
         result = self.eras.stamp(request_id, result)
         self.send({"jsonrpc": "2.0", "result": result, "id": request_id})
 
-    def error(self, request_id: object, code: int, message: str) -> None:
-        self.send({"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": request_id})
+    def error(self, request_id: object, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self.send({"jsonrpc": "2.0", "error": error, "id": request_id})
 
     @staticmethod
     def text(value: str, **extra: Any) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": value}], **extra}
+
+    def huge_reply(self, rid: object, args: dict[str, Any]) -> None:
+        """Stream one reply of any size without holding it (see huge_reply)."""
+        ident = json.dumps(args.get("id", rid))
+        if "method" in args:
+            head, end = f'{{"method":{json.dumps(args["method"])},"params":{{"pad":"', '"}'
+        else:
+            head, end = '{"result":{"content":[{"type":"text","text":"', '"}]}'
+        if args.get("id_first"):
+            head = f'{{"jsonrpc":"2.0","id":{ident},' + head[1:]
+            end += "}\n"
+        else:
+            end += f',"jsonrpc":"2.0","id":{ident}}}\n'
+        total = int(args.get("bytes", 0))
+        chunk = b"x" * 65536
+        with self.write_lock:
+            self.out.write(head.encode())
+            while total > 0:
+                self.out.write(chunk[: min(total, len(chunk))])
+                total -= len(chunk)
+            self.out.write(end.encode())
+            self.out.flush()
 
     # --------------------------------------------------------------- input
 
@@ -141,7 +172,10 @@ class FakeServer:
                 self.pending_client.pop(request_id).set()
             return
         if "id" not in message:
+            if method == "notifications/cancelled":
+                self.hub.cancelled(message.get("params"))
             return  # notifications: initialized, cancelled
+        self.eras.delay(method)
         if method in self.opt.hang_on:
             return
         if method in self.opt.exit_on:
@@ -164,6 +198,7 @@ class FakeServer:
             "tools/call": self.on_tools_call,
             "ping": lambda rid, _p: self.reply(rid, {}),
             **self.features.methods(),
+            **self.hub.methods(),
         }.get(method)
         if handler is None:
             self.error(request_id, -32601, "Method not found")
@@ -183,12 +218,15 @@ class FakeServer:
                 "protocolVersion": version,
                 "capabilities": capabilities,
                 "serverInfo": {"name": "mcp-sync-fake", "version": "1.0"},
+                **instructions(self.opt),
             },
         )
 
     def capabilities(self) -> Any:
         if self.opt.capabilities is not None:
             return json.loads(self.opt.capabilities)
+        if self.opt.listen:
+            return {**FEATURE_CAPABILITIES, "resources": {"listChanged": True, "subscribe": True}}
         return FEATURE_CAPABILITIES
 
     def on_tools_list(self, request_id: object, params: dict[str, Any]) -> None:
@@ -216,6 +254,9 @@ class FakeServer:
         name = params.get("name")
         args = params.get("arguments") or {}
         if self.features.call(request_id, name, args, params):
+            return
+        if name == "publish" and self.opt.listen:
+            self.hub.publish(request_id, args, self.eras.modern(request_id))
             return
         if not self.inline and (name == "sleep" or name in ("ping_client", "ask_client", "hang")):
             # Slow tools run on their own thread so calls multiplex.
@@ -286,6 +327,8 @@ class FakeServer:
                     self.out.write(chunk[: min(total, len(chunk))])
                     total -= len(chunk)
                 self.out.flush()
+        elif name == "huge_reply":
+            self.huge_reply(rid, args)
         elif name == "stderr":
             data = args["text"].encode() if "text" in args else b"e" * int(args.get("bytes", 0))
             sys.stderr.buffer.write(data)
@@ -361,6 +404,8 @@ class FakeServer:
             tools += FEATURE_TOOLS
         if self.opt.input_tools:
             tools += INPUT_TOOLS
+        if self.opt.listen:
+            tools += LISTEN_TOOLS
         for index in range(self.opt.extra_tools):
             tools.append({"name": f"tool_{index}", "inputSchema": {"type": "object"}})
         return tools
@@ -436,6 +481,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--answer", action="append", default=[], metavar="METHOD=TEXT",
                    help="answer METHOD with the raw line TEXT ({id} is the request id)")
     add_era_options(p)
+    add_listen_options(p)
     p.add_argument("--http", action="store_true",
                    help="serve Streamable HTTP on 127.0.0.1 instead of stdio; print the URL")
     p.add_argument("--port", type=int, default=0, help="the --http port (default: any free one)")

@@ -18,6 +18,9 @@ Tools:
 - ``fail()``         -> raises, so the result comes back with ``isError: true``
 - ``structured()``   -> a fixed object as ``structuredContent`` (not wrapped in ``result``)
 - ``sleep(ms)``      -> waits ``ms`` milliseconds without blocking the server, then ``"slept"``
+- ``forecast(city)`` -> a nested ``structuredContent`` (a list of objects, optional fields)
+- ``connect_account()`` -> JSON-RPC error -32042 (``UrlElicitationRequiredError``) the first
+  time, then ``"connected"``
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ import uvicorn
 # ``mcp.server.fastmcp`` no longer imports).
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp_types import ElicitRequestURLParams
+from pydantic import BaseModel
 
 # WARNING keeps the SDK from logging every request on stderr; the tests do not need it.
 server: MCPServer = MCPServer(name="sdk-peer", version="1.0.0", log_level="WARNING")
@@ -71,6 +77,41 @@ async def sleep(ms: int) -> str:
     # async so a long sleep never blocks other requests on the same server.
     await anyio.sleep(ms / 1000)
     return "slept"
+
+
+class Day(BaseModel):
+    day: str
+    high: float
+    rain: bool = False
+
+
+class Forecast(BaseModel):
+    """Published with ``$defs``/``$ref`` for ``Day``, as pydantic writes it."""
+
+    city: str
+    days: list[Day]
+    note: str | None = None
+
+
+@server.tool(description="A nested structured forecast.")
+def forecast(city: str) -> Forecast:
+    return Forecast(city=city, days=[Day(day="mon", high=21.5), Day(day="tue", high=18.0, rain=True)])
+
+
+_connected: set[str] = set()
+
+
+@server.tool(description="Needs a URL elicitation (error -32042) the first time.")
+def connect_account() -> str:
+    if "account" not in _connected:
+        _connected.add("account")
+        raise UrlElicitationRequiredError([
+            ElicitRequestURLParams(
+                mode="url", message="Connect your account", url="https://auth.example.com/connect?id=e1",
+                elicitation_id="e1",
+            )
+        ])
+    return "connected"
 
 
 def main() -> None:
