@@ -13,8 +13,9 @@ Streamable HTTP in the 2026-07-28 era (against the official SDK's server,
 latency and the client's CPU time per call (``time.process_time``, which counts
 every thread of the client process). With ``--threads T`` (e.g. 16) each side
 also makes ``--calls`` calls from T threads released together over stdio and
-reports calls/s, CPU and context switches (``getrusage``, voluntary and not)
-per call. The table shows the median over rounds of each figure and the ratio
+reports calls/s, CPU and context switches (``getrusage``, voluntary and not,
+and each kind alone: the voluntary ones are the wake-ups, the involuntary ones
+mostly the machine's load) per call. The table shows the median over rounds of each figure and the ratio
 this tree / REF.
 """
 
@@ -66,7 +67,9 @@ if mode.startswith("threads"):
         cpu, usage = time.process_time() - cpu0, resource.getrusage(resource.RUSAGE_SELF)
     n = calls // threads * threads
     switches = usage.ru_nvcsw + usage.ru_nivcsw - usage0.ru_nvcsw - usage0.ru_nivcsw
+    voluntary = usage.ru_nvcsw - usage0.ru_nvcsw
     print(json.dumps({"calls_per_s": n / wall, "cpu_us": cpu / n * 1e6, "switches": switches / n,
+                      "voluntary": voluntary / n, "involuntary": (switches - voluntary) / n,
                       "file": mcp_sync.__file__}))
     sys.exit(0)
 if mode == "stdio":
@@ -89,7 +92,7 @@ print(json.dumps({"p50_us": statistics.median(times) * 1e6, "cpu_us": cpu / call
 
 
 KEYS = {"stdio": ("p50_us", "cpu_us"), "http": ("p50_us", "cpu_us"),
-        "threads": ("calls_per_s", "cpu_us", "switches")}  # fmt: skip
+        "threads": ("calls_per_s", "cpu_us", "switches", "voluntary", "involuntary")}  # fmt: skip
 
 
 def export(ref: str, into: Path) -> Path:
