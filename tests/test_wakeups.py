@@ -169,3 +169,29 @@ def test_a_forked_child_makes_its_own_waker() -> None:
     entry = _pending._Pending()
     threading.Timer(0.02, entry.set_result, args=(2,)).start()
     assert entry.wait(10.0) and entry.outcome() == 2
+
+
+def test_a_lone_caller_never_reads_an_empty_stdout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reading ahead before polling is for a leader whose chunk held other
+    # callers' replies; a sequential caller polls first and reads once.
+    from mcp_sync._transports import stdio as _stdio
+
+    with connect_fake() as session:
+        stdout_fd = session._core.transport._stdout_fd  # type: ignore[union-attr]
+        empty: list[int] = []
+        real_read = os.read
+
+        def read(fd: int, size: int) -> bytes:
+            try:
+                return real_read(fd, size)
+            except BlockingIOError:
+                if fd == stdout_fd:
+                    empty.append(fd)
+                raise
+
+        monkeypatch.setattr(_stdio.os, "read", read)
+        for n in range(200):
+            assert session.call_tool("echo", {"message": str(n)}).content[0]["text"] == str(n)
+        monkeypatch.undo()
+    assert empty == []
+

@@ -413,6 +413,8 @@ class StdioTransport:
         # _resync then drops what may be the tail of a line that lost its middle.
         self._reading = False
         self._resync = False
+        # Set when a read found stdout empty (a leader reading ahead).
+        self._empty = False
         # Replies to server requests that a reading caller could not queue at
         # once: the reader thread sends them, waiting as long as it must.
         self._replies: collections.deque[bytes] = collections.deque()
@@ -601,15 +603,30 @@ class StdioTransport:
         # Holding the read token, with stdout disarmed in the reader's epoll.
         fd = self._stdout_fd
         poll = self._lead_poll.poll
+        streaming = False
         while not done():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
+            if streaming:
+                # The last chunk held replies for others, not ours: under
+                # load the next is often there already, and a read that
+                # finds it saves the poll (one that finds nothing costs a
+                # read, and we poll). A lone caller never comes here.
+                self._empty = False
+                if not self._read_available():
+                    os.write(self._wake_w, b"x")
+                    return
+                if self._replies:
+                    return
+                streaming = not self._empty
+                continue
             ready = poll(min(math.ceil(remaining * 1000), _POLL_MAX_MS))
             if not ready:
                 continue
             if len(ready) > 1 or ready[0][0] != fd:
                 return  # the stop pipe: the session has ended
+            streaming = True
             if not self._read_available():
                 os.write(self._wake_w, b"x")  # the reader thread finishes the ending
                 return
@@ -640,6 +657,7 @@ class StdioTransport:
                 chunk = os.read(self._stdout_fd, _READ_SIZE)
             except BlockingIOError:
                 self._reading = False
+                self._empty = True
                 return True
             except OSError:
                 chunk = b""
