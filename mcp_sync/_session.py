@@ -41,7 +41,7 @@ from ._legacy import LegacyEra
 from ._legacy import initialize_params as _initialize_params
 from ._limits import Limits, request_budget, seconds
 from ._pending import Watch, _Pending, _Watched
-from ._plan import ask, call_tool
+from ._plan import ask, call_tool, plain_call
 from ._progress import ProgressCallback
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
 from ._transports._base import NOTIFICATION, REQUEST, Outbound, Transport
@@ -287,21 +287,13 @@ class _Core:
             return tracing.hook(self, method, params, timeout, describe, cancellable, watch, headers)
         deadline = time.monotonic() + timeout
         request_id = next(self._ids)
-        frame = encode(
-            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
-            self.limits.max_outbound_frame_bytes,
-        )
-        item = _outbound(Outbound, (frame, REQUEST, request_id, method, headers, None))
         entry = _Pending() if watch is None else _Watched(watch)
         transport = self.transport
         assert transport is not None
         # Registered inside the try: an interrupt anywhere after this point
         # still takes the entry off the table.
         try:
-            with self._lock:
-                if self._terminal is not None:
-                    raise self._terminal._copy()
-                self._pending[request_id] = entry
+            item = self._enter(request_id, method, params, entry, headers)
             if entry.settle(transport, item, timeout, deadline):
                 return entry.outcome()
             # The deadline passed, waiting for room in the queue or for the reply.
@@ -317,6 +309,29 @@ class _Core:
         except BaseException:
             self._abandon(request_id, cancellable)
             raise
+
+    def _enter(
+        self,
+        request_id: int,
+        method: str,
+        params: dict[str, Any],
+        entry: _Pending,
+        headers: Mapping[str, str] | None,
+    ) -> Outbound:
+        """A request's frame (its size and JSON checked), with ``entry`` put in
+        the table under ``request_id`` first: what every sent request shares
+        (:meth:`request`, :meth:`submit`). Raises the terminal error, nothing
+        registered, once the session has ended. The caller calls this inside
+        its ``try`` and abandons ``request_id`` on any exception."""
+        frame = encode(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
+            self.limits.max_outbound_frame_bytes,
+        )
+        with self._lock:
+            if self._terminal is not None:
+                raise self._terminal._copy()
+            self._pending[request_id] = entry
+        return _outbound(Outbound, (frame, REQUEST, request_id, method, headers, None))
 
     def _abandon(self, request_id: int, cancellable: bool) -> bool:
         """Forget a request whose caller stopped waiting. False if a reply (or
@@ -365,19 +380,10 @@ class _Core:
         Returns the request's id and whether the frame was queued within
         ``timeout`` s (if not, the entry is still in the table)."""
         request_id = next(self._ids)
-        frame = encode(
-            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
-            self.limits.max_outbound_frame_bytes,
-        )
-        item = _outbound(Outbound, (frame, REQUEST, request_id, method, headers, None))
         transport = self.transport
         assert transport is not None
         try:
-            with self._lock:
-                if self._terminal is not None:
-                    raise self._terminal._copy()
-                self._pending[request_id] = entry
-            return request_id, transport.send(item, timeout)
+            return request_id, transport.send(self._enter(request_id, method, params, entry, headers), timeout)
         except BaseException:
             self._abandon(request_id, True)
             raise
@@ -457,7 +463,22 @@ class _Core:
             # would outlive a dropped session until a GC pass.
             self.terminate(exc.with_traceback(None))
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
+    def _dispatch(self, message: dict[str, Any]) -> None:  # noqa: PLR0911
+        request_id = message.get("id")
+        if (
+            type(request_id) is int
+            and "result" in message
+            and "error" not in message
+            and "method" not in message
+            and message["jsonrpc"] == "2.0"
+        ):
+            # Every call's reply: a result for one of our integer ids, which
+            # the rules below would accept as it is. Anything else takes them.
+            with self._lock:
+                entry = self._pending.pop(request_id, None)
+            if entry is not None:
+                entry.set_result(message["result"])
+            return
         if message["jsonrpc"] != "2.0":
             raise ProtocolError('a protocol frame has a jsonrpc version other than "2.0"')
         if "method" in message:
@@ -609,25 +630,31 @@ class _Core:
         tool = catalog.by_name.get(name)
         if tool is None:
             raise _not_in_catalog(name, self.server)
-        timeout_ms, option = request_budget(self.limits, timeout_ms)
+        limits = self.limits
+        timeout_ms, option = request_budget(limits, timeout_ms)
         args: Any = {} if arguments is None else arguments
-        check_arguments(args, self.limits.max_outbound_frame_bytes)
+        check_arguments(args, limits.max_outbound_frame_bytes)
         sent: dict[str, Any] = {}
         if meta is not None:  # the caller's keys; the library's (below, and the era's) win
             from ._extend import check_meta
 
-            sent = check_meta(meta, self.limits.max_outbound_frame_bytes)
+            sent = check_meta(meta, limits.max_outbound_frame_bytes)
         if traceparent is not None:  # W3C trace context, in the request's _meta
             sent["traceparent"] = _log.check_traceparent(traceparent)
-        outcome = call_tool(
-            self, tool, args, timeout_ms, option,
-            routes=self.inbound.progress,
-            meta=sent,
-            on_progress=on_progress,
-            extends=progress_extends_deadline,
-            max_timeout_ms=max_timeout_ms,
-            task=task,
-        )  # fmt: skip
+        if on_progress is None and task is None and not self.era.use_task(self, tool, None):
+            # Nothing to follow: the plain call, past the general plan (the
+            # deadline options only matter where progress can come).
+            outcome = plain_call(self, name, args, timeout_ms, option, sent)
+        else:
+            outcome = call_tool(
+                self, tool, args, timeout_ms, option,
+                routes=self.inbound.progress,
+                meta=sent,
+                on_progress=on_progress,
+                extends=progress_extends_deadline,
+                max_timeout_ms=max_timeout_ms,
+                task=task,
+            )  # fmt: skip
         if self.validate_output:
             check_structured_output(catalog, tool, outcome)
         return outcome
