@@ -456,29 +456,31 @@ class _Core:
             return
         try:
             message = decode_line(line)
-            if message is not None:
-                self._dispatch(message)
+            if message is None:
+                return
+            request_id = message.get("id")
+            if (
+                type(request_id) is int
+                and "result" in message
+                and "error" not in message
+                and "method" not in message
+                and message["jsonrpc"] == "2.0"
+            ):
+                # Every call's reply: a result for one of our integer ids,
+                # which _dispatch's rules would accept as it is (so it need
+                # not go there). Anything else does.
+                with self._lock:
+                    entry = self._pending.pop(request_id, None)
+                if entry is not None:
+                    entry.set_result(message["result"])
+                return
+            self._dispatch(message)
         except ProtocolError as exc:
             # Kept without its frames: they hold this core, and the cycle
             # would outlive a dropped session until a GC pass.
             self.terminate(exc.with_traceback(None))
 
-    def _dispatch(self, message: dict[str, Any]) -> None:  # noqa: PLR0911
-        request_id = message.get("id")
-        if (
-            type(request_id) is int
-            and "result" in message
-            and "error" not in message
-            and "method" not in message
-            and message["jsonrpc"] == "2.0"
-        ):
-            # Every call's reply: a result for one of our integer ids, which
-            # the rules below would accept as it is. Anything else takes them.
-            with self._lock:
-                entry = self._pending.pop(request_id, None)
-            if entry is not None:
-                entry.set_result(message["result"])
-            return
+    def _dispatch(self, message: dict[str, Any]) -> None:
         if message["jsonrpc"] != "2.0":
             raise ProtocolError('a protocol frame has a jsonrpc version other than "2.0"')
         if "method" in message:
