@@ -318,11 +318,13 @@ class _Core:
         entry: _Pending,
         headers: Mapping[str, str] | None,
     ) -> Outbound:
-        """A request's frame (its size and JSON checked), with ``entry`` put in
-        the table under ``request_id`` first: what every sent request shares
-        (:meth:`request`, :meth:`submit`). Raises the terminal error, nothing
-        registered, once the session has ended. The caller calls this inside
-        its ``try`` and abandons ``request_id`` on any exception."""
+        """Encode a request (its size and JSON checked), put ``entry`` in the
+        table under ``request_id`` and return what the transport sends: what
+        every request shares (:meth:`request`, :meth:`submit`). Raises, with
+        nothing registered, for a frame that cannot go or a session that has
+        ended. Called inside the caller's ``try``, whose handler abandons
+        ``request_id`` on any exception (an interrupt just after the entry
+        went in included)."""
         frame = encode(
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
             self.limits.max_outbound_frame_bytes,
