@@ -212,8 +212,9 @@ class CallToolResult:
         return out
 
 
-def parse_call_result(result: object, tool: str, *, any_structured: bool = False) -> CallToolResult:
+def parse_call_result(result: object, tool: str, any_structured: bool = False) -> CallToolResult:
     # Runs once per call: the message is built only when a check fails.
+    # (any_structured may come positionally: cheaper than a keyword-only default.)
     if not isinstance(result, dict):
         raise InvalidResponse(f"the result of tool {tool!a} is not an object")
     content = result.get("content")

@@ -142,7 +142,7 @@ def plain_call(  # noqa: PLR0917
         result = era.request(core, "tools/call", params, deadline, plain)
         if era.input_rounds and era.result_kind(result, "tools/call") != COMPLETE:
             result = rounds(core, "tools/call", params, deadline, plain, result)
-    return parse_call_result(result, name, any_structured=era.any_structured)
+    return parse_call_result(result, name, era.any_structured)
 
 
 def call_tool(

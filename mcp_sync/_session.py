@@ -269,19 +269,20 @@ class _Core:
         if entry is not None:
             entry.set_exception(error)
 
-    def request(
+    def request(  # noqa: PLR0917
         self,
         method: str,
         params: dict[str, Any],
         timeout: float,
         describe: Callable[[], str],
-        *,
         cancellable: bool = True,
         watch: Watch | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Send a request and block for its result, at most ``timeout`` s (or,
-        with a ``watch``, until its deadline, which progress may move)."""
+        with a ``watch``, until its deadline, which progress may move).
+        Callers name the options: they are not keyword-only only because a
+        keyword-only default costs a dict lookup on every request."""
         tracing = _log.TRACING
         if tracing.hook is not None and not tracing.inside():  # mcp_sync.otel.instrument()
             return tracing.hook(self, method, params, timeout, describe, cancellable, watch, headers)
@@ -614,18 +615,19 @@ class _Core:
 
     # ----------------------------------------------------------- calling
 
-    def call_tool(
+    def call_tool(  # noqa: PLR0917
         self,
         name: str,
         arguments: Mapping[str, Any] | None,
         timeout_ms: int | None,
         traceparent: str | None = None,
-        *,
+        meta: Mapping[str, Any] | None = None,
+        # Not keyword-only: a keyword-only default costs a dict lookup per
+        # call, a positional one does not (Session.call_tool's are public).
         on_progress: ProgressCallback | None = None,
         progress_extends_deadline: bool = False,
         max_timeout_ms: int | None = None,
         task: bool | None = None,
-        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult:
         terminal = self._terminal
         if terminal is not None:

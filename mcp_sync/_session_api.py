@@ -224,7 +224,7 @@ class Session:
             )  # fmt: skip
         if on_progress is None and not progress_extends_deadline and max_timeout_ms is None and task is None:
             # The plain call (the options' defaults), without passing them on.
-            return core.call_tool(name, arguments, timeout_ms, traceparent, meta=meta)
+            return core.call_tool(name, arguments, timeout_ms, traceparent, meta)
         return core.call_tool(
             name, arguments, timeout_ms, traceparent, on_progress=on_progress,
             progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
