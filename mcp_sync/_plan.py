@@ -118,9 +118,9 @@ def plain_call(  # noqa: PLR0917
 ) -> CallToolResult:
     """``tools/call`` of tool ``name`` with no progress followed and no task:
     every plain call's path, and the one place it is written (the session
-    core comes here straight when the caller asked for neither, and the
-    era's ``use_task`` said no; :func:`call_tool` when progress could not
-    come). ``arguments`` and ``meta`` have been checked.
+    core comes here straight when the caller gave no progress callback and
+    the era's ``use_task`` said no). ``arguments`` and ``meta`` have been
+    checked.
 
     :func:`drive`'s first round, inline. An era whose requests are plain
     JSON-RPC (``plain_requests``) has nothing to add to the request or to
@@ -157,14 +157,15 @@ def call_tool(
     on_progress: ProgressCallback | None = None,
     extends: bool = False,
     max_timeout_ms: int | None = None,
-    task: bool | None = None,
+    as_task: bool = False,
 ) -> CallToolResult:
     """``tools/call`` in either era: plain, with its progress followed as it
     comes (and its deadline moved by it when asked), or as a task. ``routes``:
-    the session's progress tokens (``core.inbound.progress``)."""
+    the session's progress tokens (``core.inbound.progress``); ``as_task``:
+    what the era's ``use_task`` decided for this call (the caller asks it
+    once)."""
     name = tool.name
     era = core.era
-    as_task = era.use_task(core, tool, task)
     if on_progress is None and not as_task:
         return plain_call(core, name, arguments, timeout_ms, option, meta)
     params: dict[str, Any] = {"name": name, "arguments": arguments}

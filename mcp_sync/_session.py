@@ -650,7 +650,9 @@ class _Core:
             sent = check_meta(meta, limits.max_outbound_frame_bytes)
         if traceparent is not None:  # W3C trace context, in the request's _meta
             sent["traceparent"] = _log.check_traceparent(traceparent)
-        if on_progress is None and task is None and not self.era.use_task(self, tool, None):
+        # Asked once (it may refuse task=True), before anything is sent.
+        as_task = self.era.use_task(self, tool, task)
+        if on_progress is None and not as_task:
             # Nothing to follow: the plain call, past the general plan (the
             # deadline options only matter where progress can come).
             outcome = plain_call(self, name, args, timeout_ms, option, sent)
@@ -662,7 +664,7 @@ class _Core:
                 on_progress=on_progress,
                 extends=progress_extends_deadline,
                 max_timeout_ms=max_timeout_ms,
-                task=task,
+                as_task=as_task,
             )  # fmt: skip
         if self.validate_output:
             check_structured_output(catalog, tool, outcome)
