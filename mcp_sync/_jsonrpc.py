@@ -153,12 +153,6 @@ _C_ENCODE: Any = (
 )
 
 
-def _dumps(message: dict[str, Any]) -> str:
-    if _C_ENCODE is None:
-        return _ENCODER.encode(message)
-    return "".join(_C_ENCODE(message, 0))
-
-
 def _loads(text: str) -> Any:
     # The common case, a frame with no surrounding whitespace, straight to
     # the C scanner; anything else through the full decoder, which also
@@ -229,7 +223,9 @@ def error_object(message: dict[str, Any]) -> dict[str, Any] | None:
 def encode(message: dict[str, Any], max_bytes: int) -> bytes:
     """The message as one UTF-8 line, after checking its exact size."""
     try:
-        data = _dumps(message).encode("utf-8")
+        # The C encoder where there is one (every request comes through here).
+        text = _ENCODER.encode(message) if _C_ENCODE is None else "".join(_C_ENCODE(message, 0))
+        data = text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidOption("an outgoing string contains a lone surrogate") from None
     except ValueError as exc:
