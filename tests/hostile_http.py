@@ -116,7 +116,7 @@ class Hostile:
         with self.lock:
             return [r for r in self.requests if r.method == verb]
 
-    def wait_for(self, method: str, timeout: float = 5.0) -> Recorded:
+    def wait_for(self, method: str, timeout: float = 15.0) -> Recorded:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = self.posts(method)

@@ -196,7 +196,7 @@ def sent_methods(log: Path) -> list[str]:
     return [f.get("method", "<reply>") for f in logged(log)]
 
 
-def wait_for(log: Path, method: str, timeout: float = 5.0) -> None:
+def wait_for(log: Path, method: str, timeout: float = 15.0) -> None:
     """Until the fake has logged ``method`` (sent from a library thread)."""
     until = time.monotonic() + timeout
     while method not in sent_methods(log):
