@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from hostile_http import hostile_server
 from support import connect_fake, rss_bytes, timed
 
 import mcp_sync
@@ -121,3 +122,11 @@ def test_only_a_top_level_jsonrpc_member_makes_it_a_message(nested: int) -> None
     with pytest.raises(TooManyValues) as info:
         decode_line(b'{"x":[' + body + b'],"jsonrpc":"2.0"}')
     assert info.value.request_id is None
+
+
+def test_over_http_a_reply_with_too_many_values_fails_its_call_alone() -> None:
+    with hostile_server() as cfg, mcp_sync.connect_http(server="hostile", url=cfg.url) as session:
+        with timed(30.0), pytest.raises(mcp_sync.ProtocolError, match=REFUSED):
+            session.call_tool("wide", {"count": OVER}, timeout_ms=60_000)
+        assert not session.closed
+        assert session.call_tool("echo", {"message": "after"}).content[0]["text"] == "after"
