@@ -36,7 +36,7 @@ from ._errors import (
     ToolNotFound,
     remote_error,
 )
-from ._jsonrpc import check_arguments, decode_line, encode, error_object
+from ._jsonrpc import TooManyValues, check_arguments, decode_line, encode, error_object
 from ._legacy import LegacyEra
 from ._legacy import initialize_params as _initialize_params
 from ._limits import Limits, request_budget, seconds
@@ -478,6 +478,13 @@ class _Core:
                     entry.set_result(message["result"])
                 return
             self._dispatch(message)
+        except TooManyValues as exc:
+            # A reply too costly to parse fails its request alone (a late
+            # one is dropped); any other such frame ends the session.
+            if exc.request_id is None:
+                self.terminate(ProtocolError(exc.message))
+            else:
+                self.fail(exc.request_id, ProtocolError(exc.message))
         except ProtocolError as exc:
             # Kept without its frames: they hold this core, and the cycle
             # would outlive a dropped session until a GC pass.
