@@ -49,6 +49,7 @@ from ._limits import (
     DEFAULT_QUEUE_CAPACITY,
     DEFAULT_REQUEST_TIMEOUT_MS,
     MAX_JSON_DEPTH,
+    MAX_JSON_VALUES,
     MAX_SAFE_INTEGER,
     Limits,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "Limits",
     "LoginRequired",
     "MAX_JSON_DEPTH",
+    "MAX_JSON_VALUES",
     "MAX_SAFE_INTEGER",
     "MODERN_PROTOCOL_VERSIONS",
     "McpError",

@@ -84,13 +84,19 @@ def freeze(value: Any) -> Any:
     Recursive, but only ever given decoded JSON, whose depth the frame rules
     already bounded (128).
     """
+    # Plain loops, not comprehensions: each comprehension is a function call
+    # of its own, and every call's result content comes through here.
     atoms = _ATOMS
     if isinstance(value, dict):
-        return MappingProxyType(
-            {k: v if type(v) in atoms else freeze(v) for k, v in value.items()}
-        )
+        copy: dict[Any, Any] = {}
+        for k, v in value.items():
+            copy[k] = v if type(v) in atoms else freeze(v)
+        return MappingProxyType(copy)
     if isinstance(value, (list, tuple)):
-        return tuple([v if type(v) in atoms else freeze(v) for v in value])
+        items: list[Any] = []
+        for v in value:
+            items.append(v if type(v) in atoms else freeze(v))
+        return tuple(items)
     return value
 
 
@@ -206,8 +212,9 @@ class CallToolResult:
         return out
 
 
-def parse_call_result(result: object, tool: str, *, any_structured: bool = False) -> CallToolResult:
+def parse_call_result(result: object, tool: str, any_structured: bool = False) -> CallToolResult:
     # Runs once per call: the message is built only when a check fails.
+    # (any_structured may come positionally: cheaper than a keyword-only default.)
     if not isinstance(result, dict):
         raise InvalidResponse(f"the result of tool {tool!a} is not an object")
     content = result.get("content")

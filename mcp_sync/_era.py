@@ -234,6 +234,10 @@ class Era(Protocol):
     version_retry: bool
     """Whether a request refused with ``-32022`` (unsupported version) is sent
     again at a version both sides list (else the refusal is its answer)."""
+    plain_requests: bool
+    """Whether :meth:`request` is plain JSON-RPC, the core's ``request`` with
+    the time left: nothing added to the params, no headers, no retry, no
+    result kind but a task (the call plan then sends a plain call straight)."""
 
     @property
     def version(self) -> str | None:

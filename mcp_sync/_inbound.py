@@ -165,7 +165,9 @@ class Inbound:
         self.progress.wake_all()
         deadline = time.monotonic() + (CLOSE_JOIN if wait else 0.0)
         self.requests.close(deadline)
-        self._events.close(max(0.0, deadline - time.monotonic()))
+        # Log records the server sent before the session ended are still
+        # emitted (the last lines often say why it ended): drained, not dropped.
+        self._events.close(max(0.0, deadline - time.monotonic()), drain=True)
         self._refresher.close(max(0.0, deadline - time.monotonic()))
         self.background.close(max(0.0, deadline - time.monotonic()))
         stream, updates = self.stream, self.updates

@@ -12,9 +12,10 @@ from operator import eq, sub
 from typing import Any
 
 from ._errors import InvalidOption, ProtocolError
-from ._limits import MAX_JSON_DEPTH
+from ._limits import MAX_JSON_DEPTH, MAX_JSON_VALUES
 
 __all__ = [
+    "TooManyValues",
     "check_arguments",
     "decode_line",
     "encode",
@@ -48,22 +49,26 @@ _TRANSLATE = bytes.maketrans(b"[{]}\0", b"\x02\x02\x00\x00\x01")
 _DELETE = bytes(b for b in range(256) if b not in b"[]{}\0")
 _WHITESPACE = b" \t\r\n"
 _SPAN = 65536
+# Member markers whose depth is counted before walking the whole frame.
+_MARKERS_COUNTED = 8
 # The smallest integer that a double cannot hold: float() of it overflows.
 _INT_OVERFLOW = 2**1024 - 2**970
 
 
-def _depth_profile(text: bytes, enough: int | None = None) -> tuple[int, bool]:
-    """The deepest nesting of ``text`` and whether its top-level object has a
-    member named ``jsonrpc``: linear time, no recursion, no parsing.
-
-    Brackets inside string literals are ignored. For invalid JSON the answer
-    is meaningless but finite; the parser rejects such text anyway. With
-    ``enough``, the scan stops once both answers are known: deeper than
-    that, and a top-level ``jsonrpc`` member.
-    """
+def _scan(text: bytes) -> tuple[bytes, int]:
+    """``text`` reduced to its brackets and ``jsonrpc`` member markers (see
+    :func:`_nesting`), and how many values it holds, counted as the commas and
+    opening brackets outside string literals. Linear time, no parsing."""
     kept = _STRINGS.sub(rb"\g<key>", text.replace(b"\0", b""))
-    stream = _MEMBER.sub(b"\0", kept).translate(_TRANSLATE, _DELETE)
-    del kept
+    values = kept.count(b",") + kept.count(b"[") + kept.count(b"{")
+    return _MEMBER.sub(b"\0", kept).translate(_TRANSLATE, _DELETE), values
+
+
+def _nesting(stream: bytes, enough: int | None = None) -> tuple[int, bool]:
+    """The deepest nesting of a :func:`_scan` stream and whether its
+    top-level object has a member named ``jsonrpc``: linear time, no
+    recursion. With ``enough``, the walk stops once both answers are known:
+    deeper than that, and a top-level ``jsonrpc`` member."""
     deepest, top_member, depth = 0, False, 0
     # A span at a time: one list of depths for a whole frame of brackets
     # cost some 40 bytes per byte (an int object each), gigabytes at the
@@ -83,6 +88,30 @@ def _depth_profile(text: bytes, enough: int | None = None) -> tuple[int, bool]:
     return deepest, top_member
 
 
+def _depth_profile(text: bytes, enough: int | None = None) -> tuple[int, bool]:
+    """The deepest nesting of ``text`` and whether its top-level object has a
+    member named ``jsonrpc``: linear time, no recursion, no parsing.
+
+    Brackets inside string literals are ignored. For invalid JSON the answer
+    is meaningless but finite; the parser rejects such text anyway.
+    """
+    return _nesting(_scan(text)[0], enough)
+
+
+def _top_member(stream: bytes) -> bool:
+    """Whether a :func:`_scan` stream's top-level object has a ``jsonrpc``
+    member: the depth at each of the first few markers, by counting (a
+    frame holds one or two), else the whole walk."""
+    at = stream.find(1)
+    for _ in range(_MARKERS_COUNTED):
+        if at == -1:
+            return False
+        if stream.count(2, 0, at) - stream.count(0, 0, at) == 1:
+            return True
+        at = stream.find(1, at + 1)
+    return at != -1 and _nesting(stream)[1]
+
+
 def _markers(part: bytes) -> Iterator[bool]:
     yield False
     yield from map(eq, part, repeat(1))
@@ -94,6 +123,28 @@ def json_depth(text: bytes) -> int:
         # Cannot nest deeper than the number of containers it opens.
         return 0
     return _depth_profile(text)[0]
+
+
+class TooManyValues(ProtocolError):
+    """An inbound message over :data:`MAX_JSON_VALUES`. ``request_id`` is the
+    request it answers when its ends say so (a reply with an integer id, read
+    the way an over-long stdio line is): that request fails alone. Else
+    ``None``: the session ends."""
+
+    def __init__(self, message: str, request_id: int | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+def _reply_id(line: bytes) -> int | None:
+    """The id of the request ``line`` answers, read off its ends only."""
+    from ._transports._oversize import Oversized
+
+    ends = Oversized()
+    ends.feed(line)
+    if not ends.head_says(True):
+        return None
+    return ends.request_id if ends.request_id is not None else ends.tail_id()
 
 
 class _NumberRefused(ValueError):
@@ -153,12 +204,6 @@ _C_ENCODE: Any = (
 )
 
 
-def _dumps(message: dict[str, Any]) -> str:
-    if _C_ENCODE is None:
-        return _ENCODER.encode(message)
-    return "".join(_C_ENCODE(message, 0))
-
-
 def _loads(text: str) -> Any:
     # The common case, a frame with no surrounding whitespace, straight to
     # the C scanner; anything else through the full decoder, which also
@@ -186,8 +231,23 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH:
-        depth, has_jsonrpc = _depth_profile(line, MAX_JSON_DEPTH)
+    opened = line.count(b"[") + line.count(b"{")
+    # Commas outside strings only matter (and are only counted) when the
+    # frame could hold more values than parsing may cost.
+    if opened > MAX_JSON_DEPTH or opened + line.count(b",") > MAX_JSON_VALUES:
+        stream, values = _scan(line)
+        if values > MAX_JSON_VALUES:
+            # Too costly to parse (memory per value): refused unparsed, a
+            # message only if its top-level object names jsonrpc.
+            if _top_member(stream):
+                raise TooManyValues(
+                    f"an inbound frame holds more than {MAX_JSON_VALUES} JSON values "
+                    "(the limit on values per message)",
+                    _reply_id(line),
+                )
+            return None
+        depth, has_jsonrpc = _nesting(stream, MAX_JSON_DEPTH)
+        del stream
         if depth > MAX_JSON_DEPTH:
             # Too deep to parse without recursion: a message only if its
             # top-level object names jsonrpc (else it is noise).
@@ -229,7 +289,9 @@ def error_object(message: dict[str, Any]) -> dict[str, Any] | None:
 def encode(message: dict[str, Any], max_bytes: int) -> bytes:
     """The message as one UTF-8 line, after checking its exact size."""
     try:
-        data = _dumps(message).encode("utf-8")
+        # The C encoder where there is one (every request comes through here).
+        text = _ENCODER.encode(message) if _C_ENCODE is None else "".join(_C_ENCODE(message, 0))
+        data = text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidOption("an outgoing string contains a lone surrogate") from None
     except ValueError as exc:

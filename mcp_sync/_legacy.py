@@ -65,6 +65,7 @@ class LegacyEra:
     any_structured = False
     input_rounds = False  # no input_required in this era
     version_retry = False  # a refusal of a request is that request's answer
+    plain_requests = True  # request() below adds nothing: the call plan may skip it
 
     def __init__(self, version: str | None, *, client_info: Mapping[str, str]) -> None:
         self._version = version

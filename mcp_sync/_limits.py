@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_QUEUE_CAPACITY",
     "DEFAULT_REQUEST_TIMEOUT_MS",
     "MAX_JSON_DEPTH",
+    "MAX_JSON_VALUES",
     "MAX_SAFE_INTEGER",
     "LIMIT_NAMES",
     "STDIO_ONLY_LIMITS",
@@ -43,6 +44,13 @@ DEFAULT_MAX_STDERR_BYTES = 2048
 
 MAX_JSON_DEPTH = 128
 """Objects and arrays one message may nest, counting the JSON-RPC envelope."""
+
+MAX_JSON_VALUES = 4_194_304
+"""How many values one inbound message may hold, counted as the commas and
+opening brackets outside strings (an empty array counts twice with its comma).
+Parsing costs memory per value, far more than its bytes (``[[],[],...]`` at
+a 64 MiB frame would become some 1.5 GiB of lists); a 4096-tool catalog
+with rich schemas counts some 330,000."""
 
 MAX_SAFE_INTEGER = 2**53 - 1
 """The largest value any limit may take (the largest integer a double holds exactly)."""

@@ -453,7 +453,10 @@ class ListenStream:
             return self._failed(stream, generation, error)
         if old is not None and not old.ended and old.request_id is not None:
             core.cancel_request(old.request_id)
-        if resumed:
+        # Over HTTP the old stream is its own connection: a change it carried
+        # but we had not read yet is gone with it, so a replacement refreshes
+        # as a drop does.
+        if resumed or old is not None:
             self._missed()
         return True
 

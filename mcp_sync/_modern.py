@@ -120,6 +120,7 @@ class ModernEra:
     any_structured = True  # since 2026-07-28 structured content may be any JSON value
     input_rounds = True
     version_retry = True  # a -32022 refusal is answered by sending the request again
+    plain_requests = False  # _meta on every request, headers, the version retry
 
     def __init__(
         self,

@@ -29,7 +29,7 @@ from ._progress import ProgressCallback, open_route
 if TYPE_CHECKING:
     from ._progress import ProgressRoute, ProgressRoutes
 
-__all__ = ["answer_all", "ask", "call_tool", "drive", "input_requests"]
+__all__ = ["answer_all", "ask", "call_tool", "drive", "input_requests", "plain_call"]
 
 _KNOWN_INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
 
@@ -113,6 +113,38 @@ def ask(core: EraCore, method: str, params: dict[str, Any], timeout: float, desc
     return drive(core, method, params, time.monotonic() + timeout, describe)
 
 
+def plain_call(  # noqa: PLR0917
+    core: EraCore, name: str, arguments: Any, timeout_ms: int, option: str, meta: dict[str, Any]
+) -> CallToolResult:
+    """``tools/call`` of tool ``name`` with no progress followed and no task:
+    every plain call's path, and the one place it is written (the session
+    core comes here straight when the caller gave no progress callback and
+    the era's ``use_task`` said no). ``arguments`` and ``meta`` have been
+    checked.
+
+    :func:`drive`'s first round, inline. An era whose requests are plain
+    JSON-RPC (``plain_requests``) has nothing to add to the request or to
+    check in its result but a task, which a plain call never is: the core
+    sends it directly, its deadline counted there. The tracing hook is in
+    the core's ``request``, so both ways pass it."""
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if meta:
+        params["_meta"] = meta
+
+    def plain() -> str:  # built only for a timeout's message
+        return f"tool {name!a} on server {core.server!r} ({option}={timeout_ms})"
+
+    era = core.era
+    if era.plain_requests:
+        result = core.request("tools/call", params, seconds(timeout_ms), plain)
+    else:
+        deadline = time.monotonic() + seconds(timeout_ms)
+        result = era.request(core, "tools/call", params, deadline, plain)
+        if era.input_rounds and era.result_kind(result, "tools/call") != COMPLETE:
+            result = rounds(core, "tools/call", params, deadline, plain, result)
+    return parse_call_result(result, name, era.any_structured)
+
+
 def call_tool(
     core: EraCore,
     tool: Tool,
@@ -125,28 +157,18 @@ def call_tool(
     on_progress: ProgressCallback | None = None,
     extends: bool = False,
     max_timeout_ms: int | None = None,
-    task: bool | None = None,
+    as_task: bool = False,
 ) -> CallToolResult:
     """``tools/call`` in either era: plain, with its progress followed as it
     comes (and its deadline moved by it when asked), or as a task. ``routes``:
-    the session's progress tokens (``core.inbound.progress``)."""
+    the session's progress tokens (``core.inbound.progress``); ``as_task``:
+    what the era's ``use_task`` decided for this call (the caller asks it
+    once)."""
     name = tool.name
     era = core.era
-    as_task = era.use_task(core, tool, task)
-    params: dict[str, Any] = {"name": name, "arguments": arguments}
     if on_progress is None and not as_task:
-        if meta:
-            params["_meta"] = meta
-        # drive()'s first round, inline: this is every plain call's path.
-        deadline = time.monotonic() + seconds(timeout_ms)
-
-        def plain() -> str:  # built only for a timeout's message
-            return f"tool {name!a} on server {core.server!r} ({option}={timeout_ms})"
-
-        result = era.request(core, "tools/call", params, deadline, plain)
-        if era.input_rounds:
-            result = rounds(core, "tools/call", params, deadline, plain, result)
-        return parse_call_result(result, name, any_structured=era.any_structured)
+        return plain_call(core, name, arguments, timeout_ms, option, meta)
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
     route, hard_ms = open_route(routes, on_progress, timeout_ms, extends, max_timeout_ms)
     extended = f", extended by progress up to {hard_ms} ms" if extends and hard_ms > timeout_ms else ""
 

@@ -36,12 +36,12 @@ from ._errors import (
     ToolNotFound,
     remote_error,
 )
-from ._jsonrpc import check_arguments, decode_line, encode, error_object
+from ._jsonrpc import TooManyValues, check_arguments, decode_line, encode, error_object
 from ._legacy import LegacyEra
 from ._legacy import initialize_params as _initialize_params
 from ._limits import Limits, request_budget, seconds
 from ._pending import Watch, _Pending, _Watched
-from ._plan import ask, call_tool
+from ._plan import ask, call_tool, plain_call
 from ._progress import ProgressCallback
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
 from ._transports._base import NOTIFICATION, REQUEST, Outbound, Transport
@@ -269,39 +269,32 @@ class _Core:
         if entry is not None:
             entry.set_exception(error)
 
-    def request(
+    def request(  # noqa: PLR0917
         self,
         method: str,
         params: dict[str, Any],
         timeout: float,
         describe: Callable[[], str],
-        *,
         cancellable: bool = True,
         watch: Watch | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Send a request and block for its result, at most ``timeout`` s (or,
-        with a ``watch``, until its deadline, which progress may move)."""
+        with a ``watch``, until its deadline, which progress may move).
+        Callers name the options: they are not keyword-only only because a
+        keyword-only default costs a dict lookup on every request."""
         tracing = _log.TRACING
         if tracing.hook is not None and not tracing.inside():  # mcp_sync.otel.instrument()
             return tracing.hook(self, method, params, timeout, describe, cancellable, watch, headers)
         deadline = time.monotonic() + timeout
         request_id = next(self._ids)
-        frame = encode(
-            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
-            self.limits.max_outbound_frame_bytes,
-        )
-        item = _outbound(Outbound, (frame, REQUEST, request_id, method, headers, None))
         entry = _Pending() if watch is None else _Watched(watch)
         transport = self.transport
         assert transport is not None
         # Registered inside the try: an interrupt anywhere after this point
         # still takes the entry off the table.
         try:
-            with self._lock:
-                if self._terminal is not None:
-                    raise self._terminal._copy()
-                self._pending[request_id] = entry
+            item = self._enter(request_id, method, params, entry, headers)
             if entry.settle(transport, item, timeout, deadline):
                 return entry.outcome()
             # The deadline passed, waiting for room in the queue or for the reply.
@@ -317,6 +310,31 @@ class _Core:
         except BaseException:
             self._abandon(request_id, cancellable)
             raise
+
+    def _enter(
+        self,
+        request_id: int,
+        method: str,
+        params: dict[str, Any],
+        entry: _Pending,
+        headers: Mapping[str, str] | None,
+    ) -> Outbound:
+        """Encode a request (its size and JSON checked), put ``entry`` in the
+        table under ``request_id`` and return what the transport sends: what
+        every request shares (:meth:`request`, :meth:`submit`). Raises, with
+        nothing registered, for a frame that cannot go or a session that has
+        ended. Called inside the caller's ``try``, whose handler abandons
+        ``request_id`` on any exception (an interrupt just after the entry
+        went in included)."""
+        frame = encode(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
+            self.limits.max_outbound_frame_bytes,
+        )
+        with self._lock:
+            if self._terminal is not None:
+                raise self._terminal._copy()
+            self._pending[request_id] = entry
+        return _outbound(Outbound, (frame, REQUEST, request_id, method, headers, None))
 
     def _abandon(self, request_id: int, cancellable: bool) -> bool:
         """Forget a request whose caller stopped waiting. False if a reply (or
@@ -365,19 +383,10 @@ class _Core:
         Returns the request's id and whether the frame was queued within
         ``timeout`` s (if not, the entry is still in the table)."""
         request_id = next(self._ids)
-        frame = encode(
-            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
-            self.limits.max_outbound_frame_bytes,
-        )
-        item = _outbound(Outbound, (frame, REQUEST, request_id, method, headers, None))
         transport = self.transport
         assert transport is not None
         try:
-            with self._lock:
-                if self._terminal is not None:
-                    raise self._terminal._copy()
-                self._pending[request_id] = entry
-            return request_id, transport.send(item, timeout)
+            return request_id, transport.send(self._enter(request_id, method, params, entry, headers), timeout)
         except BaseException:
             self._abandon(request_id, True)
             raise
@@ -450,8 +459,32 @@ class _Core:
             return
         try:
             message = decode_line(line)
-            if message is not None:
-                self._dispatch(message)
+            if message is None:
+                return
+            request_id = message.get("id")
+            if (
+                type(request_id) is int
+                and "result" in message
+                and "error" not in message
+                and "method" not in message
+                and message["jsonrpc"] == "2.0"
+            ):
+                # Every call's reply: a result for one of our integer ids,
+                # which _dispatch's rules would accept as it is (so it need
+                # not go there). Anything else does.
+                with self._lock:
+                    entry = self._pending.pop(request_id, None)
+                if entry is not None:
+                    entry.set_result(message["result"])
+                return
+            self._dispatch(message)
+        except TooManyValues as exc:
+            # A reply too costly to parse fails its request alone (a late
+            # one is dropped); any other such frame ends the session.
+            if exc.request_id is None:
+                self.terminate(ProtocolError(exc.message))
+            else:
+                self.fail(exc.request_id, ProtocolError(exc.message))
         except ProtocolError as exc:
             # Kept without its frames: they hold this core, and the cycle
             # would outlive a dropped session until a GC pass.
@@ -589,18 +622,19 @@ class _Core:
 
     # ----------------------------------------------------------- calling
 
-    def call_tool(
+    def call_tool(  # noqa: PLR0917
         self,
         name: str,
         arguments: Mapping[str, Any] | None,
         timeout_ms: int | None,
         traceparent: str | None = None,
-        *,
+        meta: Mapping[str, Any] | None = None,
+        # Not keyword-only: a keyword-only default costs a dict lookup per
+        # call, a positional one does not (Session.call_tool's are public).
         on_progress: ProgressCallback | None = None,
         progress_extends_deadline: bool = False,
         max_timeout_ms: int | None = None,
         task: bool | None = None,
-        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult:
         terminal = self._terminal
         if terminal is not None:
@@ -609,25 +643,36 @@ class _Core:
         tool = catalog.by_name.get(name)
         if tool is None:
             raise _not_in_catalog(name, self.server)
-        timeout_ms, option = request_budget(self.limits, timeout_ms)
+        limits = self.limits
+        if timeout_ms is None:  # request_budget's common case, inline
+            timeout_ms, option = limits.request_timeout_ms, "request_timeout_ms"
+        else:
+            timeout_ms, option = request_budget(limits, timeout_ms)
         args: Any = {} if arguments is None else arguments
-        check_arguments(args, self.limits.max_outbound_frame_bytes)
+        check_arguments(args, limits.max_outbound_frame_bytes)
         sent: dict[str, Any] = {}
         if meta is not None:  # the caller's keys; the library's (below, and the era's) win
             from ._extend import check_meta
 
-            sent = check_meta(meta, self.limits.max_outbound_frame_bytes)
+            sent = check_meta(meta, limits.max_outbound_frame_bytes)
         if traceparent is not None:  # W3C trace context, in the request's _meta
             sent["traceparent"] = _log.check_traceparent(traceparent)
-        outcome = call_tool(
-            self, tool, args, timeout_ms, option,
-            routes=self.inbound.progress,
-            meta=sent,
-            on_progress=on_progress,
-            extends=progress_extends_deadline,
-            max_timeout_ms=max_timeout_ms,
-            task=task,
-        )  # fmt: skip
+        # Asked once (it may refuse task=True), before anything is sent.
+        as_task = self.era.use_task(self, tool, task)
+        if on_progress is None and not as_task:
+            # Nothing to follow: the plain call, past the general plan (the
+            # deadline options only matter where progress can come).
+            outcome = plain_call(self, name, args, timeout_ms, option, sent)
+        else:
+            outcome = call_tool(
+                self, tool, args, timeout_ms, option,
+                routes=self.inbound.progress,
+                meta=sent,
+                on_progress=on_progress,
+                extends=progress_extends_deadline,
+                max_timeout_ms=max_timeout_ms,
+                as_task=as_task,
+            )  # fmt: skip
         if self.validate_output:
             check_structured_output(catalog, tool, outcome)
         return outcome

@@ -209,27 +209,27 @@ class Session:
                 meta=meta,
             )  # fmt: skip
             return validate_result(plain, result_type, name, adapter)
-        options: dict[str, Any] = {}
-        watched = on_progress is not None or progress_extends_deadline
-        if watched or max_timeout_ms is not None or task is not None:
-            options = {
-                "on_progress": on_progress,
-                "progress_extends_deadline": progress_extends_deadline,
-                "max_timeout_ms": max_timeout_ms,
-                "task": task,
-            }
-        if meta is not None:
-            options["meta"] = meta
         core = self._core
         if _log.CALLS.isEnabledFor(_log.DEBUG):
             return _log.logged_call(
                 core.server,
-                lambda: core.call_tool(name, arguments, timeout_ms, traceparent, **options),
+                lambda: core.call_tool(
+                    name, arguments, timeout_ms, traceparent, on_progress=on_progress,
+                    progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
+                    task=task, meta=meta,
+                ),
                 name,
                 timeout_ms,
                 traceparent,
-            )
-        return core.call_tool(name, arguments, timeout_ms, traceparent, **options)
+            )  # fmt: skip
+        if on_progress is None and not progress_extends_deadline and max_timeout_ms is None and task is None:
+            # The plain call (the options' defaults), without passing them on.
+            return core.call_tool(name, arguments, timeout_ms, traceparent, meta)
+        return core.call_tool(
+            name, arguments, timeout_ms, traceparent, on_progress=on_progress,
+            progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
+            task=task, meta=meta,
+        )  # fmt: skip
 
     def submit_tool(
         self,

@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 import pytest
 
@@ -434,6 +434,26 @@ def start_sdk_http_server(*, json_response: bool = False, stateless: bool = Fals
 
     with _serve(argv) as url:
         yield url
+
+
+@contextlib.contextmanager
+def connect_sdk_peer(script: str, transport: str, **kwargs: Any) -> Iterator[Any]:
+    """A Session with ``tests/peers/SCRIPT`` (an official-SDK server that runs
+    through ``tests/peers/_serve.py``) over ``transport``, "stdio" or "http"
+    (on 127.0.0.1); ``kwargs`` go to ``connect``/``connect_http``."""
+    import mcp_sync
+
+    sdk_stdio_command()  # skips (or fails under CI) when the SDK is missing
+    path = str(PEERS_SRC / script)
+    if transport == "stdio":
+        with mcp_sync.connect(server="sdk", command=sys.executable, args=[path], **kwargs) as session:
+            yield session
+        return
+    with (
+        _serve(lambda port: [sys.executable, path, "http", str(port)]) as url,
+        mcp_sync.connect_http(server="sdk", url=url, **kwargs) as session,
+    ):
+        yield session
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ Tools (``tools/call`` with ``name``):
 - ``big``       -> a ``bytes``-byte JSON body (``length: true`` declares it up front)
 - ``bigevent``  -> one SSE event whose data line is ``bytes`` bytes long
 - ``deep``      -> a reply nesting ``depth`` arrays
+- ``wide``      -> a JSON reply holding ``count`` empty arrays
 - ``ping``      -> SSE: a ``ping`` server request first, answered once the reply arrives
 - ``unknown``   -> SSE: a ``sampling/createMessage`` request first, likewise
 - ``notify``    -> SSE: notifications (``list_changed``, ``message``) before the reply
@@ -47,7 +48,7 @@ SECRET_BODY = "BODY-TEXT-MUST-NOT-LEAK"
 DEFAULT_TOOLS: list[dict[str, Any]] = [
     {"name": name, "description": f"the {name} behaviour", "inputSchema": {"type": "object"}}
     for name in (
-        "echo", "slow", "hang", "status", "big", "bigevent", "deep", "ping", "unknown",
+        "echo", "slow", "hang", "status", "big", "bigevent", "deep", "wide", "ping", "unknown",
         "notify", "drop", "dropnoid", "accepted", "html", "gzip", "trickle", "dribble", "quotes",
     )
 ]  # fmt: skip
@@ -116,7 +117,7 @@ class Hostile:
         with self.lock:
             return [r for r in self.requests if r.method == verb]
 
-    def wait_for(self, method: str, timeout: float = 5.0) -> Recorded:
+    def wait_for(self, method: str, timeout: float = 15.0) -> Recorded:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = self.posts(method)
@@ -324,6 +325,11 @@ class _Handler(BaseHTTPRequestHandler):
             depth = int(args.get("depth", 200))
             self._send(
                 200, b'{"jsonrpc":"2.0","id":%d,"result":%s%s}' % (rid, b"[" * depth, b"]" * depth)
+            )
+        elif name == "wide":
+            count = int(args.get("count", 1))
+            self._send(
+                200, b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"x":[%s[]]}}' % (rid, b"[]," * count)
             )
         elif name == "ping":
             self._server_request(rid, "ping", {"id": "srv-ping-7", "method": "ping"})

@@ -406,7 +406,7 @@ def test_input_required_in_the_modern_era_is_answered_by_the_handlers() -> None:
 MODERN_INPUT = ("--era", "modern", "--input-tools")
 
 
-def _wait_for_no_library_threads(limit: float = 5.0) -> None:
+def _wait_for_no_library_threads(limit: float = 15.0) -> None:
     until = time.monotonic() + limit
     while library_threads() and time.monotonic() < until:
         time.sleep(0.02)

@@ -336,14 +336,15 @@ def test_outbound_limits_send_nothing_and_keep_the_session(hostile: Hostile) -> 
 
 
 @pytest.mark.parametrize("status", [401, 403])
-def test_auth_refused_at_connect_is_connection_closed(status: int, token_env: str) -> None:
+def test_token_refused_at_connect_is_auth_failed(status: int, token_env: str) -> None:
     events: list[mcp_sync.DiagnosticEvent] = []
     with hostile_server(force_status=status) as cfg:
-        with pytest.raises(mcp_sync.ConnectionClosed) as info:
+        with pytest.raises(mcp_sync.AuthError) as info:
             connect(cfg, bearer_token_env=token_env, diagnostics=events.append)
         assert all(TOKEN not in repr(event.detail.reveal()) for event in events)
+        assert info.value.kind == "auth_failed"
         assert f"HTTP {status}" in str(info.value)
-        assert "bearer_token_env" in str(info.value)
+        assert "refused the token from bearer_token_env" in str(info.value)
         assert_clean(info.value)
         assert cfg.of("DELETE") == []
 
@@ -363,11 +364,12 @@ def test_auth_refused_with_no_auth_configured_is_auth_failed(status: int) -> Non
 def test_auth_refused_mid_session_ends_it(status: int, token_env: str, hostile: Hostile) -> None:
     session = connect(hostile, bearer_token_env=token_env)
     hostile.force_status = status
-    with pytest.raises(mcp_sync.ConnectionClosed) as info:
+    with pytest.raises(mcp_sync.AuthError) as info:
         session.call_tool("echo", {"message": "x"})
+    assert "refused the token from bearer_token_env" in str(info.value)
     assert_clean(info.value)
     assert session.closed
-    with pytest.raises(mcp_sync.ConnectionClosed) as again:
+    with pytest.raises(mcp_sync.AuthError) as again:
         session.call_tool("echo", {"message": "x"})
     assert again.value.message == info.value.message
     session.close()

@@ -389,6 +389,13 @@ def test_the_sdists_tests_run_from_the_unpacked_sdist(built: tuple[Path, Path, s
     for name in ("LICENSE", "README.md", "tests/support.py", "tests/conftest.py", "docs/index.md",
                  "examples/servers.json", "scripts/test"):  # fmt: skip
         assert (root / name).is_file(), name
+    # Every file of tests/ (the peers' .mjs scripts and pins included) and every
+    # script the test command or a test runs: scripts/test from the sdist needs them.
+    tracked = subprocess.run(["git", "ls-files", "tests"], cwd=REPO, capture_output=True, text=True, check=False)
+    if tracked.returncode == 0:  # a git checkout (not the unpacked sdist itself)
+        missing = [name for name in tracked.stdout.split() if not (root / name).is_file()]
+        assert not missing, f"not in the sdist: {missing}"
+    assert (root / "scripts" / "import_cycles").is_file()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(root)  # the sdist's mcp_sync, not this checkout's
     done = subprocess.run(

@@ -9,7 +9,6 @@ and the fake server's hostile behaviours.
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,23 +26,16 @@ SDK_LISTEN_INSTRUCTIONS = "Use grow to add a tool and touch to update a resource
 @contextmanager
 def sdk_listen(transport: str, **kwargs: Any) -> Iterator[mcp_sync.Session]:
     """tests/peers/sdk_listen_server.py, connected under the default ``protocol="auto"``."""
-    from conftest import PEERS_SRC, _serve, sdk_stdio_command
+    from conftest import connect_sdk_peer
 
-    sdk_stdio_command()  # skips (or fails under CI) when the SDK is missing
-    script = str(PEERS_SRC / "sdk_listen_server.py")
-    if transport == "stdio":
-        with mcp_sync.connect(server="sdk", command=sys.executable, args=[script], **kwargs) as session:
-            yield session
-        return
-    with (
-        _serve(lambda port: [sys.executable, script, "http", str(port)]) as url,
-        mcp_sync.connect_http(server="sdk", url=url, **kwargs) as session,
-    ):
+    with connect_sdk_peer("sdk_listen_server.py", transport, **kwargs) as session:
         yield session
 
 
-def _until(check: Any, timeout: float = 5.0) -> float:
-    """Seconds until ``check()`` held (polling), or fail."""
+def _until(check: Any, timeout: float = 20.0) -> float:
+    """Seconds until ``check()`` held (polling), or fail. The default is wide: it
+    bounds "eventually" on a loaded machine (a stream reopened after two drops
+    took over 5 s there); tests that promise a speed assert the time returned."""
     start = time.monotonic()
     while not check():
         if time.monotonic() - start > timeout:

@@ -196,7 +196,7 @@ def sent_methods(log: Path) -> list[str]:
     return [f.get("method", "<reply>") for f in logged(log)]
 
 
-def wait_for(log: Path, method: str, timeout: float = 5.0) -> None:
+def wait_for(log: Path, method: str, timeout: float = 15.0) -> None:
     """Until the fake has logged ``method`` (sent from a library thread)."""
     until = time.monotonic() + timeout
     while method not in sent_methods(log):
@@ -461,20 +461,9 @@ def test_each_round_of_a_call_reports_its_own_progress() -> None:
 @contextmanager
 def sdk_features(transport: str, **kwargs: Any) -> Iterator[mcp_sync.Session]:
     """tests/peers/sdk_features_server.py, connected under ``protocol="auto"``."""
-    import sys
+    from conftest import connect_sdk_peer
 
-    from conftest import PEERS_SRC, _serve, sdk_stdio_command
-
-    sdk_stdio_command()  # skips (or fails under CI) when the SDK is missing
-    script = str(PEERS_SRC / "sdk_features_server.py")
-    if transport == "stdio":
-        with mcp_sync.connect(server="sdk", command=sys.executable, args=[script], **kwargs) as session:
-            yield session
-        return
-    with (
-        _serve(lambda port: [sys.executable, script, "http", str(port)]) as url,
-        mcp_sync.connect_http(server="sdk", url=url, **kwargs) as session,
-    ):
+    with connect_sdk_peer("sdk_features_server.py", transport, **kwargs) as session:
         yield session
 
 

@@ -6,6 +6,7 @@ import logging
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,6 +127,37 @@ def test_server_log_text_is_redacted_escaped_and_bounded(records: list[logging.L
     assert first.startswith("[a\\x0ab] ") and len(first) <= 4096 + 16
     assert "hunter2" not in second and second.startswith('{"nested"')
     assert third == "[a log message over 65536 bytes was withheld]"
+
+
+def test_records_queued_when_the_session_closes_are_still_emitted(records: list[logging.LogRecord]) -> None:
+    release = threading.Event()
+
+    class Stuck(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            release.wait(10)
+
+    logger = logging.getLogger("mcp_sync.server.fake")
+    stuck = Stuck()
+    logger.addHandler(stuck)
+    try:
+        session = connect_fake("--features")
+        # The log thread is held on the first record; the other two wait in
+        # its queue while close() begins.
+        session.call_tool("log", {"count": 3, "level": "info"})
+        closing = threading.Thread(target=session.close)
+        closing.start()
+        events = session._core.inbound._events
+        deadline = time.monotonic() + 15
+        while not events._closed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert events._closed
+        release.set()
+        closing.join(15)
+        assert not closing.is_alive()
+    finally:
+        release.set()
+        logger.removeHandler(stuck)
+    assert len(records) == 3, [r.getMessage() for r in records]
 
 
 def test_a_log_flood_is_dropped_and_counted_not_buffered(records: list[logging.LogRecord]) -> None:

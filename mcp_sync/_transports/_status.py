@@ -151,8 +151,13 @@ class StatusMap:
         self.refused = True
         reason = "401 Unauthorized" if status == 401 else "403 Forbidden"
         if self._has_token:
-            message = f"server {self._server!r} answered HTTP {reason} (check the token in bearer_token_env)"
-            return Failure(ConnectionClosed(message), True)
+            # The static token was refused: an auth failure too, whose remedy
+            # is a new token (its value never appears here).
+            message = (
+                f"server {self._server!r} answered HTTP {reason}: it refused the token "
+                "from bearer_token_env (check that the token is valid and not expired)"
+            )
+            return Failure(AuthError(message), True)
         # No credentials were configured at all: the server wants
         # authorization, which is an auth failure with what to try.
         return Failure(

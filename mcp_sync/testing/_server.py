@@ -309,7 +309,8 @@ class FakeServer:
                 if isinstance(item, dict) and "repeat" in item:
                     # A big line built here: {"prefix", "repeat", "times", "suffix"}.
                     data = (
-                        str(item.get("prefix", "")) + str(item["repeat"]) * int(item.get("times", 1))
+                        str(item.get("prefix", "")).replace("{id}", json.dumps(rid))
+                        + str(item["repeat"]) * int(item.get("times", 1))
                         + str(item.get("suffix", ""))
                     ).encode()
                 elif isinstance(item, dict):

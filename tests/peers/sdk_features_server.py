@@ -10,10 +10,9 @@ era (2026-07-28) also a prompt and a resource template that answer
 from __future__ import annotations
 
 import os
-import sys
 
 import anyio
-import uvicorn
+from _serve import serve
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
 from pydantic import BaseModel
@@ -92,14 +91,5 @@ def greet(name: str) -> str:
     return f"Please say hello to {name}."
 
 
-def main() -> None:
-    if sys.argv[1:2] != ["http"]:
-        server.run("stdio")
-        return
-    app = server.streamable_http_app(host="127.0.0.1")
-    config = uvicorn.Config(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", access_log=False)
-    uvicorn.Server(config).run()
-
-
 if __name__ == "__main__":
-    main()
+    serve(server)

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 
-import uvicorn
+from _serve import serve
 from mcp.server.mcpserver import Context, MCPServer
 
 INSTRUCTIONS = "Use grow to add a tool and touch to update a resource. " * 8
@@ -59,14 +58,5 @@ def board() -> str:
     return "the board"
 
 
-def main() -> None:
-    if sys.argv[1:2] != ["http"]:
-        server.run("stdio")
-        return
-    app = server.streamable_http_app(host="127.0.0.1")
-    config = uvicorn.Config(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", access_log=False)
-    uvicorn.Server(config).run()
-
-
 if __name__ == "__main__":
-    main()
+    serve(server)

@@ -29,10 +29,10 @@ import argparse
 from typing import TypedDict
 
 import anyio
-import uvicorn
 
 # In mcp 2.x the high-level server is ``MCPServer`` (``FastMCP`` was renamed and
 # ``mcp.server.fastmcp`` no longer imports).
+from _serve import serve_app
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import UrlElicitationRequiredError
@@ -130,25 +130,14 @@ def main() -> None:
         server.run("stdio")
         return
     if args.transport == "sse":
-        uvicorn.Server(
-            uvicorn.Config(
-                server.sse_app(host="127.0.0.1"), host="127.0.0.1", port=args.port,
-                log_level="warning", access_log=False,
-            )
-        ).run()
+        serve_app(server.sse_app(host="127.0.0.1"), args.port)
         return
-
-    # Built by hand (rather than server.run("streamable-http")) to pin the host to
-    # loopback and keep uvicorn's access log quiet.
     app = server.streamable_http_app(
         json_response=args.json_response,
         stateless_http=args.stateless,
         host="127.0.0.1",
     )
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False
-    )
-    uvicorn.Server(config).run()
+    serve_app(app, args.port)
 
 
 if __name__ == "__main__":
