@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import subprocess
 import sys
@@ -129,17 +130,29 @@ def test_server_log_text_is_redacted_escaped_and_bounded(records: list[logging.L
     assert third == "[a log message over 65536 bytes was withheld]"
 
 
-def test_records_queued_when_the_session_closes_are_still_emitted(records: list[logging.LogRecord]) -> None:
+@contextlib.contextmanager
+def _log_thread_held(seconds: float) -> Iterator[threading.Event]:
+    """A handler on the fake server's logger that holds the library's log
+    thread on each record until the yielded event is set (at most
+    ``seconds`` per record); removed, and the event set, on the way out."""
     release = threading.Event()
 
-    class Stuck(logging.Handler):
+    class Held(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            release.wait(10)
+            release.wait(seconds)
 
     logger = logging.getLogger("mcp_sync.server.fake")
-    stuck = Stuck()
-    logger.addHandler(stuck)
+    held = Held()
+    logger.addHandler(held)
     try:
+        yield release
+    finally:
+        release.set()
+        logger.removeHandler(held)
+
+
+def test_records_queued_when_the_session_closes_are_still_emitted(records: list[logging.LogRecord]) -> None:
+    with _log_thread_held(10) as release:
         session = connect_fake("--features")
         # The log thread is held on the first record; the other two wait in
         # its queue while close() begins.
@@ -154,33 +167,17 @@ def test_records_queued_when_the_session_closes_are_still_emitted(records: list[
         release.set()
         closing.join(15)
         assert not closing.is_alive()
-    finally:
-        release.set()
-        logger.removeHandler(stuck)
     assert len(records) == 3, [r.getMessage() for r in records]
 
 
 def test_a_log_flood_is_dropped_and_counted_not_buffered(records: list[logging.LogRecord]) -> None:
-    release = threading.Event()
-
-    class Slow(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            release.wait(5)
-
-    logger = logging.getLogger("mcp_sync.server.fake")
-    slow = Slow()
-    logger.addHandler(slow)
-    try:
-        with connect_fake("--features") as session:
-            # The logging thread is stuck on the first record: the rest pile up
-            # to the backlog, then are dropped, while calls still go through.
-            session.call_tool("log", {"count": 5000, "level": "info"})
-            assert session.call_tool("echo", {"message": "alive"}).content[0]["text"] == "alive"
-            release.set()
-            session.call_tool("log", {"count": 1, "data": "after"})
-    finally:
+    with _log_thread_held(5) as release, connect_fake("--features") as session:
+        # The logging thread is stuck on the first record: the rest pile up
+        # to the backlog, then are dropped, while calls still go through.
+        session.call_tool("log", {"count": 5000, "level": "info"})
+        assert session.call_tool("echo", {"message": "alive"}).content[0]["text"] == "alive"
         release.set()
-        logger.removeHandler(slow)
+        session.call_tool("log", {"count": 1, "data": "after"})
     messages = [record.getMessage() for record in records]
     dropped = [m for m in messages if "were dropped" in m]
     assert len(records) < 1000 and dropped, messages[-3:]
