@@ -30,7 +30,6 @@ then crosses no thread boundary per call.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
 import heapq
 import logging
 import sys
@@ -71,6 +70,7 @@ LEAD_SLICE = 0.05
 whether it was settled some other way (cancelled from another thread)."""
 _COMPACT_MIN = 1024
 _PENDING = "PENDING"  # concurrent.futures' state of a future neither running nor settled
+_FINISHED = "FINISHED"  # ... and of one settled with a result or an error
 _INPUT_REQUIRED = "input_required"
 _CREATED = threading.Lock()  # guards the lazy creation of each session's Calls (rare)
 
@@ -116,6 +116,10 @@ class ToolCall(cf.Future[CallToolResult]):
         """The call's result; raises its error, ``CancelledError`` if it was
         cancelled, ``TimeoutError`` (not :class:`Timeout`) if ``timeout`` s
         pass first while the call goes on."""
+        if self._state == _FINISHED and self._exception is None:
+            # Settled with a result: the common case, without the condition's
+            # lock (the result is set before the state, under the lock).
+            return self._result  # type: ignore[return-value]  # typeshed: CallToolResult | None
         return super().result(self._lead(timeout))
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
@@ -138,7 +142,7 @@ class ToolCall(cf.Future[CallToolResult]):
             # In slices: a handle settled without a reply (a cancel from
             # another thread) must not leave this thread reading until its end.
             until = min(end, time.monotonic() + LEAD_SLICE)
-            leader.lead(done, until)
+            leader.lead(done, until, True)
             now = time.monotonic()
             if done() or now >= end or now < until:
                 break  # settled, out of time, or someone else reads: wait for the handle
@@ -215,12 +219,16 @@ class ToolCall(cf.Future[CallToolResult]):
         self._settle(outcome)
 
     def _settle(self, outcome: CallToolResult) -> None:
-        with contextlib.suppress(cf.InvalidStateError):  # only if user code set it
+        try:  # noqa: SIM105 - contextlib.suppress costs an object per call
             self.set_result(outcome)
+        except cf.InvalidStateError:  # only if user code set it
+            pass
 
     def _settle_error(self, error: BaseException) -> None:
-        with contextlib.suppress(cf.InvalidStateError):
+        try:  # noqa: SIM105
             self.set_exception(error)
+        except cf.InvalidStateError:
+            pass
 
     def _invoke_callbacks(self) -> None:
         # concurrent.futures runs the callbacks in the thread that completes
@@ -276,9 +284,11 @@ class Calls:
         self._name = f"{name}-deadlines"
         self.callbacks = Workers(f"{name}-callbacks", max_workers=1, backlog=sys.maxsize)
         self._rounds = Workers(f"{name}-rounds", max_workers=ROUNDS_WORKERS, backlog=sys.maxsize)
-        # Guards the heap, _compact_at, _thread and _closed; the deadline
-        # thread waits on it until the earliest deadline (or a new earlier one).
-        self._cond = threading.Condition(threading.Lock())
+        # _lock guards the heap, _compact_at, _thread and _closed; the
+        # deadline thread waits on _cond (over _lock) until the earliest
+        # deadline or a new earlier one. Taken bare where nobody need be woken.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._heap: list[tuple[float, int]] = []
         self._compact_at = _COMPACT_MIN
         self._thread: threading.Thread | None = None
@@ -287,7 +297,7 @@ class Calls:
     def watch(self, request_id: int, deadline: float) -> None:
         """Fail the call ``request_id`` with :class:`Timeout` at ``deadline``
         unless something else settles it first."""
-        with self._cond:
+        with self._lock:
             if self._closed:
                 return  # the session has ended: every entry has failed
             heap = self._heap
@@ -394,8 +404,10 @@ def submit_tool(
     args: Any = {} if arguments is None else arguments
     check_arguments(args, core.limits.max_outbound_frame_bytes)
     era = core.era
-    # Never as a task: a tool that must run as one is refused as call_tool(task=False) would.
-    era.use_task(core, tool, False)
+    if tool.task_support == "required":
+        # Never as a task: refused as call_tool(task=False) would refuse it
+        # (no other tool can be: task=False only refuses a required one).
+        era.use_task(core, tool, False)
     params: dict[str, Any] = {"name": name, "arguments": args}
     if traceparent is not None:
         params["_meta"] = {"traceparent": check_traceparent(traceparent)}

@@ -48,7 +48,10 @@ def logged(path: Path) -> list[dict[str, Any]]:
     """Every JSON frame the fake server received (its --log file)."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    # Read while the server may be writing: a last line without its newline
+    # is still being written, and is left for the next look.
+    complete = path.read_bytes().split(b"\n")[:-1]
+    return [json.loads(line) for line in complete if line.strip()]
 
 
 def methods(path: Path) -> list[str]:

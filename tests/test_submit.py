@@ -514,3 +514,20 @@ def test_settled_calls_do_not_pile_up_in_the_deadline_heap() -> None:
         calls = session._calls[0]
         assert calls is not None
         assert len(calls._heap) <= _submit._COMPACT_MIN + 1
+
+
+def test_replies_nobody_leads_for_reach_the_reader_thread_after_the_lease(era: str) -> None:
+    # result() reads the server's output in the calling thread and keeps it
+    # from the reader thread for a moment after (the thread is usually back
+    # for its next handle). A thread that does not come back must not strand
+    # the other replies: concurrent.futures.wait() never reads.
+    with connect(era) as session:
+        transport: Any = session._core.transport
+        calls = [session.submit_tool("sleep", {"ms": 100 if n else 0}) for n in range(8)]
+        assert calls[0].result(timeout=10).is_error is False
+        done, pending = cf.wait(calls, timeout=10)
+        assert not pending and all(not call.exception() for call in done)
+        deadline = time.monotonic() + 10
+        while transport._leased or not transport._armed:  # the lease ran out: stdout is armed again
+            assert time.monotonic() < deadline, "stdout was never handed back to the reader thread"
+            time.sleep(0.01)

@@ -65,9 +65,11 @@ class Leader(Protocol):
         ``done()`` or ``deadline`` if nobody else reads. False if the frame
         could not be queued within ``timeout`` s."""
 
-    def lead(self, done: Callable[[], bool], deadline: float) -> None:
+    def lead(self, done: Callable[[], bool], deadline: float, linger: bool = False) -> None:
         """Read replies in the calling thread until ``done()`` or ``deadline``,
-        if nobody else reads (returning at once is allowed)."""
+        if nobody else reads (returning at once is allowed). ``linger``: the
+        caller will soon lead again (many calls in flight): the transport may
+        keep other readers off for a moment, within its own bound."""
 
 
 class Transport(Protocol):

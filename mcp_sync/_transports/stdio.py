@@ -63,6 +63,10 @@ if sys.platform.startswith("linux"):
     _FIONREAD: int | None = termios.FIONREAD
 else:
     _FIONREAD = None
+LEASE = 0.002
+"""Seconds stdout stays with a thread that read for its submitted calls
+after it stops (it is usually back sooner, for the next handle); the longest
+the reader thread then waits before reading replies nobody reads."""
 _POLL_MAX_MS = 2**31 - 1
 # A caller writes its own frame only when one write(2) is sure to take all of
 # it: a pipe writes up to PIPE_BUF bytes atomically or not at all, so no
@@ -415,6 +419,15 @@ class StdioTransport:
         self._resync = False
         # Set when a read found stdout empty (a leader reading ahead).
         self._empty = False
+        # Whether stdout is armed in the reader's epoll (a leader disarms it),
+        # and the lease a leader reading for submitted calls leaves behind:
+        # until _lease_end stdout stays disarmed, so that the thread, back
+        # in a moment for its next handle, reads the replies itself instead
+        # of the reader thread waking for each (see lead()). _leased: the
+        # reader thread times a lease (it re-arms stdout when it runs out).
+        self._armed = True
+        self._leased = False
+        self._lease_end = 0.0
         # Replies to server requests that a reading caller could not queue at
         # once: the reader thread sends them, waiting as long as it must.
         self._replies: collections.deque[bytes] = collections.deque()
@@ -550,9 +563,11 @@ class StdioTransport:
         self.lead(done, deadline)
         return True
 
-    def lead(self, done: Callable[[], bool], deadline: float) -> None:
+    def lead(self, done: Callable[[], bool], deadline: float, linger: bool = False) -> None:
         """Read stdout in the calling thread until ``done()`` or ``deadline``
-        (a ``time.monotonic`` value), if nobody else is reading."""
+        (a ``time.monotonic`` value), if nobody else is reading. ``linger``:
+        the caller will be back soon for more (one thread with many calls in
+        flight): stdout stays out of the reader thread's hands for LEASE s."""
         owned = self._rlock._is_owned
         if owned():
             return
@@ -561,7 +576,7 @@ class StdioTransport:
                 self._read_until(done, deadline)
         finally:
             if owned():
-                self._give_read_side()
+                self._give_read_side(linger)
 
     def _take_read_side(self) -> bool:
         """Take the read token and disarm stdout in the reader's epoll, if
@@ -574,10 +589,12 @@ class StdioTransport:
         if self._stdout_state is not _OPEN or self._replies or self._once.begun:
             rlock.release()
             return False
-        self._epoll.modify(self._stdout_fd, 0)
+        if self._armed:
+            self._armed = False
+            self._epoll.modify(self._stdout_fd, 0)
         return True
 
-    def _give_read_side(self) -> None:
+    def _give_read_side(self, linger: bool = False) -> None:
         # Re-arm stdout for the reader thread (level-triggered: what came in
         # meanwhile wakes it at once). A chunk left half-split (an interrupted
         # leader) or replies left to send need the reader thread even if
@@ -593,11 +610,26 @@ class StdioTransport:
                 self._resync = True
             if self._stdout_state is _OPEN and not self._once.begun:
                 assert self._epoll is not None
-                self._epoll.modify(self._stdout_fd, select.EPOLLIN)
-                if self._chunk is not None or self._replies:
-                    os.write(self._wake_w, b"x")
+                if linger and self._chunk is None and not self._replies:
+                    self._lease_end = time.monotonic() + LEASE
+                    if not self._leased:
+                        self._leased = True
+                        os.write(self._wake_w, b"x")  # the reader thread times it
+                else:
+                    self._rearm()
+                    if self._chunk is not None or self._replies:
+                        os.write(self._wake_w, b"x")
         finally:
             self._rlock.release()
+
+    def _rearm(self) -> None:
+        # Holding the read token: stdout back to the reader thread
+        # (level-triggered: what came in meanwhile wakes it at once).
+        self._leased = False
+        if not self._armed:
+            assert self._epoll is not None
+            self._epoll.modify(self._stdout_fd, select.EPOLLIN)
+            self._armed = True
 
     def _read_until(self, done: Callable[[], bool], deadline: float) -> None:
         # Holding the read token, with stdout disarmed in the reader's epoll.
@@ -778,7 +810,10 @@ class StdioTransport:
                 wait = self._epoll.poll
                 wake, stop = self._wake_r, self._stop_r
                 while not stopped:
-                    for ready, _ in wait():
+                    # A lease is timed: wake at its end (a hint read without
+                    # the token; checked again under it).
+                    timeout = max(0.0, self._lease_end - time.monotonic()) if self._leased else -1
+                    for ready, _ in wait(timeout):
                         if ready == wake:
                             os.read(wake, 64)
                         elif ready == stop:
@@ -786,6 +821,10 @@ class StdioTransport:
                     if stopped:
                         break
                     with self._rlock:
+                        if self._leased:
+                            if time.monotonic() < self._lease_end:
+                                continue  # renewed: stdout is still the leaser's
+                            self._rearm()
                         if not self._flush_replies() or not self._read_available():
                             break
         finally:
