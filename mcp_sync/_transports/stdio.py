@@ -155,13 +155,23 @@ class _Stdin:
         """Queue a frame, waiting up to ``timeout`` s for room (None: not at
         all), and see it written: by this thread if it may, else by the
         holder of stdin or the writer thread."""
-        try:
-            if timeout is None:
-                self._queue.put_nowait((request_id, frame))
-            else:
-                self._queue.put((request_id, frame), timeout=timeout)
-        except queue.Full:
-            return False
+        outbound = self._queue
+        with outbound.mutex:
+            # Room now (the common case): in without the queue's conditions,
+            # which nobody waits on for this side (the writer thread is
+            # kicked, it never blocks in get()).
+            pending = outbound.queue
+            queued = outbound.maxsize <= 0 or len(pending) < outbound.maxsize
+            if queued:
+                pending.append((request_id, frame))
+        if not queued:
+            try:
+                if timeout is None:
+                    outbound.put_nowait((request_id, frame))
+                else:
+                    outbound.put((request_id, frame), timeout=timeout)
+            except queue.Full:
+                return False
         self.flush()
         return True
 
