@@ -261,6 +261,10 @@ class _Core:
         """Whether a caller still waits for this request's reply."""
         return request_id in self._pending
 
+    def idle(self) -> bool:
+        """Whether no request waits for a reply (a hint: read without the lock)."""
+        return not self._pending
+
     def fail(self, request_id: int, error: McpError) -> None:
         """Fail one request without ending the session (an HTTP transport whose
         server answered that request with an error status)."""

@@ -531,3 +531,18 @@ def test_replies_nobody_leads_for_reach_the_reader_thread_after_the_lease(era: s
         while transport._leased or not transport._armed:  # the lease ran out: stdout is armed again
             assert time.monotonic() < deadline, "stdout was never handed back to the reader thread"
             time.sleep(0.01)
+
+
+def test_a_server_that_dies_during_a_lease_fails_the_handles_at_once(era: str) -> None:
+    # After result() the reading thread keeps stdout for a moment; the
+    # server's end must still reach every handle through the reader thread
+    # (a disarmed stdout still reports the hang-up), not at their deadlines.
+    with connect(era, "--misbehave") as session:
+        slow = [session.submit_tool("sleep", {"ms": 30_000}, timeout_ms=60_000) for _ in range(4)]
+        assert session.submit_tool("echo", {"message": "x"}).result(timeout=10).is_error is False
+        started = time.monotonic()
+        crash = session.submit_tool("crash", {})
+        done, pending = cf.wait([*slow, crash], timeout=20)
+        assert not pending
+        assert time.monotonic() - started < 10
+        assert all(isinstance(call.exception(), mcp_sync.ConnectionClosed) for call in done)

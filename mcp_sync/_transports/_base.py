@@ -141,6 +141,9 @@ class Sink(Protocol):
     def waiting(self, request_id: int) -> bool:
         """Whether a caller still waits for this request's reply."""
 
+    def idle(self) -> bool:
+        """Whether no request waits for a reply (a hint: read without a lock)."""
+
     def fail(self, request_id: int, error: McpError) -> None:
         """Fail one request without ending the session."""
 

@@ -429,13 +429,21 @@ class StdioTransport:
         self._resync = False
         # Set when a read found stdout empty (a leader reading ahead).
         self._empty = False
-        # Whether stdout is armed in the reader's epoll (a leader disarms it),
-        # and the lease a leader reading for submitted calls leaves behind:
-        # until _lease_end stdout stays disarmed, so that the thread, back
-        # in a moment for its next handle, reads the replies itself instead
-        # of the reader thread waking for each (see lead()). _leased: the
-        # reader thread times a lease (it re-arms stdout when it runs out).
+        # Who may read stdout next, apart from the token. _lease_lock guards
+        # _armed (stdout armed in the reader's epoll: a leader disarms it),
+        # _leading (a caller holds the token to read), _leased and
+        # _lease_end, and the epoll changes that go with them. Held for a few
+        # steps by leaders and by the reader thread, never while reading: the
+        # reader thread times a lease under it without the token, so a
+        # caller never finds the token taken by a mere lease check.
+        # A lease: a leader that will be back soon (lead(linger=True): one
+        # thread with many calls in flight) leaves stdout disarmed until
+        # _lease_end, so that it reads its replies itself instead of the
+        # reader thread waking for each. _leased: the reader thread times it,
+        # and re-arms stdout at its end unless a leader is reading by then.
+        self._lease_lock = threading.Lock()
         self._armed = True
+        self._leading = False
         self._leased = False
         self._lease_end = 0.0
         # Replies to server requests that a reading caller could not queue at
@@ -599,9 +607,11 @@ class StdioTransport:
         if self._stdout_state is not _OPEN or self._replies or self._once.begun:
             rlock.release()
             return False
-        if self._armed:
-            self._armed = False
-            self._epoll.modify(self._stdout_fd, 0)
+        with self._lease_lock:
+            self._leading = True
+            if self._armed:
+                self._armed = False
+                self._epoll.modify(self._stdout_fd, 0)
         return True
 
     def _give_read_side(self, linger: bool = False) -> None:
@@ -618,28 +628,50 @@ class StdioTransport:
                 self._held = 0
                 self._skipping = None
                 self._resync = True
-            if self._stdout_state is _OPEN and not self._once.begun:
-                assert self._epoll is not None
-                if linger and self._chunk is None and not self._replies:
+            if self._stdout_state is not _OPEN or self._once.begun:
+                with self._lease_lock:
+                    self._leading = False  # the reader thread sees the end itself
+                return
+            lease = linger and self._chunk is None and not self._replies
+            with self._lease_lock:
+                self._leading = False
+                timed = self._leased
+                if lease:
                     self._lease_end = time.monotonic() + LEASE
-                    if not self._leased:
-                        self._leased = True
-                        os.write(self._wake_w, b"x")  # the reader thread times it
+                    self._leased = True
                 else:
                     self._rearm()
-                    if self._chunk is not None or self._replies:
-                        os.write(self._wake_w, b"x")
+            if (lease and not timed) or self._chunk is not None or self._replies:
+                # The reader thread starts timing the lease, or has a chunk
+                # or replies to finish even if nothing more arrives.
+                os.write(self._wake_w, b"x")
         finally:
             self._rlock.release()
 
     def _rearm(self) -> None:
-        # Holding the read token: stdout back to the reader thread
-        # (level-triggered: what came in meanwhile wakes it at once).
+        # Under _lease_lock: stdout back to the reader thread (level-
+        # triggered: what came in meanwhile wakes it at once).
         self._leased = False
-        if not self._armed:
+        if not self._armed and self._stdout_state is _OPEN and not self._once.begun:
             assert self._epoll is not None
             self._epoll.modify(self._stdout_fd, select.EPOLLIN)
             self._armed = True
+
+    def _lease_ended(self) -> bool:
+        """The reader thread, at a lease's end (or a wake-up during one):
+        whether stdout is its own again. While a leader reads, the lease is
+        dropped: the leader's give-back leases anew (waking this thread) or
+        re-arms."""
+        with self._lease_lock:
+            if not self._leased:
+                return True
+            if time.monotonic() < self._lease_end:
+                return False
+            if self._leading:
+                self._leased = False
+                return False
+            self._rearm()
+            return True
 
     def _read_until(self, done: Callable[[], bool], deadline: float) -> None:
         # Holding the read token, with stdout disarmed in the reader's epoll.
@@ -821,20 +853,23 @@ class StdioTransport:
                 wake, stop = self._wake_r, self._stop_r
                 while not stopped:
                     # A lease is timed: wake at its end (a hint read without
-                    # the token; checked again under it).
+                    # the lock; checked again under it).
                     timeout = max(0.0, self._lease_end - time.monotonic()) if self._leased else -1
+                    hangup = False
                     for ready, _ in wait(timeout):
                         if ready == wake:
                             os.read(wake, 64)
                         elif ready == stop:
                             stopped = True
+                        else:
+                            # stdout: armed, or (disarmed) its writer gone:
+                            # epoll reports a hang-up whatever the mask.
+                            hangup = not self._armed
                     if stopped:
                         break
+                    if self._leased and not hangup and not self._lease_ended():
+                        continue  # still leased, or a leader reads
                     with self._rlock:
-                        if self._leased:
-                            if time.monotonic() < self._lease_end:
-                                continue  # renewed: stdout is still the leaser's
-                            self._rearm()
                         if not self._flush_replies() or not self._read_available():
                             break
         finally:
