@@ -172,3 +172,34 @@ def test_a_lone_caller_never_reads_an_empty_stdout(monkeypatch: pytest.MonkeyPat
         monkeypatch.undo()
     assert empty == []
 
+
+
+def test_a_lone_callers_calls_leave_stdout_disarmed_between_them() -> None:
+    # Nobody else waits for a reply: the caller leases stdout instead of
+    # handing it back to the reader thread, and its next call (sooner than
+    # the lease's end) needs no epoll_ctl to take it again.
+    class Counting:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+            self.modified = 0
+
+        def modify(self, fd: int, mask: int) -> None:
+            self.modified += 1
+            self.real.modify(fd, mask)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+    with connect_fake() as session:
+        transport: Any = session._core.transport
+        session.call_tool("echo", {"message": "warm"})
+        counting = Counting(transport._epoll)
+        transport._epoll = counting
+        try:
+            for n in range(200):
+                assert session.call_tool("echo", {"message": str(n)}).content[0]["text"] == str(n)
+        finally:
+            transport._epoll = counting.real
+        # Without the lease: two per call (disarm, re-arm). A lease that ran
+        # out between two calls (a descheduled caller) costs two more.
+        assert counting.modified < 200

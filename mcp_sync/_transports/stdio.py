@@ -63,10 +63,12 @@ if sys.platform.startswith("linux"):
     _FIONREAD: int | None = termios.FIONREAD
 else:
     _FIONREAD = None
-LEASE = 0.002
-"""Seconds stdout stays with a thread that read for its submitted calls
-after it stops (it is usually back sooner, for the next handle); the longest
-the reader thread then waits before reading replies nobody reads."""
+LEASE = 0.005
+"""Seconds stdout stays disarmed after a caller stops reading, when nobody
+else waits for a reply or the caller lingers (submitted calls): it is
+usually back sooner, and then needs no epoll_ctl. The longest a server's
+message between calls (a notification, a request of its own) then waits for
+the reader thread, and how often that thread wakes while calls go on."""
 _POLL_MAX_MS = 2**31 - 1
 # A caller writes its own frame only when one write(2) is sure to take all of
 # it: a pipe writes up to PIPE_BUF bytes atomically or not at all, so no
@@ -436,10 +438,11 @@ class StdioTransport:
         # steps by leaders and by the reader thread, never while reading: the
         # reader thread times a lease under it without the token, so a
         # caller never finds the token taken by a mere lease check.
-        # A lease: a leader that will be back soon (lead(linger=True): one
-        # thread with many calls in flight) leaves stdout disarmed until
-        # _lease_end, so that it reads its replies itself instead of the
-        # reader thread waking for each. _leased: the reader thread times it,
+        # A lease: a leader that will likely be back soon (nobody else
+        # waits for a reply, or lead(linger=True): one thread with many
+        # calls in flight) leaves stdout disarmed until _lease_end, so that
+        # it reads its replies itself, with no epoll_ctl and no wake-up of
+        # the reader thread per call. _leased: the reader thread times it,
         # and re-arms stdout at its end unless a leader is reading by then.
         self._lease_lock = threading.Lock()
         self._armed = True
@@ -585,7 +588,8 @@ class StdioTransport:
         """Read stdout in the calling thread until ``done()`` or ``deadline``
         (a ``time.monotonic`` value), if nobody else is reading. ``linger``:
         the caller will be back soon for more (one thread with many calls in
-        flight): stdout stays out of the reader thread's hands for LEASE s."""
+        flight): stdout stays out of the reader thread's hands for LEASE s
+        even while other requests wait."""
         owned = self._rlock._is_owned
         if owned():
             return
@@ -619,6 +623,7 @@ class StdioTransport:
         # meanwhile wakes it at once). A chunk left half-split (an interrupted
         # leader) or replies left to send need the reader thread even if
         # nothing more ever arrives on stdout.
+        lease = False
         try:
             if self._reading:
                 # Interrupted between read(2) and keeping what it returned:
@@ -632,7 +637,10 @@ class StdioTransport:
                 with self._lease_lock:
                     self._leading = False  # the reader thread sees the end itself
                 return
-            lease = linger and self._chunk is None and not self._replies
+            # A lone caller leases too: nobody else waits for a reply, and it
+            # is usually back for its next call before the lease ends (then
+            # it needs no epoll_ctl at all).
+            lease = (linger or self._sink.idle()) and self._chunk is None and not self._replies
             with self._lease_lock:
                 self._leading = False
                 timed = self._leased
@@ -647,6 +655,12 @@ class StdioTransport:
                 os.write(self._wake_w, b"x")
         finally:
             self._rlock.release()
+        if lease and not linger and not self._sink.idle():
+            # A request entered while we held the token: its caller, who
+            # found the token taken, now waits for someone to read.
+            with self._lease_lock:
+                if self._leased and not self._leading:
+                    self._rearm()
 
     def _rearm(self) -> None:
         # Under _lease_lock: stdout back to the reader thread (level-
@@ -654,21 +668,26 @@ class StdioTransport:
         self._leased = False
         if not self._armed and self._stdout_state is _OPEN and not self._once.begun:
             assert self._epoll is not None
-            self._epoll.modify(self._stdout_fd, select.EPOLLIN)
+            # Without the read token (the reader thread, or a caller after
+            # its give-back) the session may end meanwhile: a closed epoll
+            # refuses, and then nobody needs stdout armed.
+            with contextlib.suppress(OSError, ValueError):
+                self._epoll.modify(self._stdout_fd, select.EPOLLIN)
             self._armed = True
 
     def _lease_ended(self) -> bool:
         """The reader thread, at a lease's end (or a wake-up during one):
-        whether stdout is its own again. While a leader reads, the lease is
-        dropped: the leader's give-back leases anew (waking this thread) or
-        re-arms."""
+        whether stdout is its own again. A leader reading at the lease's end
+        keeps stdout for another LEASE (its give-back renews the lease or
+        re-arms): one wake-up of this thread per LEASE at most."""
         with self._lease_lock:
             if not self._leased:
                 return True
-            if time.monotonic() < self._lease_end:
+            now = time.monotonic()
+            if now < self._lease_end:
                 return False
             if self._leading:
-                self._leased = False
+                self._lease_end = now + LEASE
                 return False
             self._rearm()
             return True
