@@ -12,7 +12,8 @@ differs between the rows, run in turns, R rounds, the median shown:
   eventfd   a per-thread eventfd: os.eventfd_write by the reader (the GIL released),
             a blocking os.eventfd_read by the caller
   efd+poll  the same, non-blocking, the caller in poll() with a timeout (what a
-            caller with a deadline needs: mcp_sync's choice)
+            caller with a deadline needs; mcp_sync used it until a quiet-machine
+            measurement of the whole client showed the lock cheaper)
   pipe      a per-thread pipe: os.write / os.read
 
 It prints calls/s, CPU and context switches (voluntary, involuntary) per call.
