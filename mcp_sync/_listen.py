@@ -235,6 +235,9 @@ class ListenStream:
         self._failure: tuple[int, McpError] | None = None  # why a generation could not be served
         self._current: _Stream | None = None
         self._opening: _Stream | None = None
+        # A stream dropped and none acknowledged since: reopening goes on
+        # (with backoff) until one is, even though the generation was served.
+        self._lost = False
         self._closed = False
         self._refused: McpError | None = None  # the server does not serve subscriptions/listen
         self.opened = 0
@@ -357,7 +360,7 @@ class ListenStream:
         with self._cond:
             while not self._stopped():
                 current = self._current
-                if self._served < self._generation or (current is not None and current.ended):
+                if self._served < self._generation or self._lost or (current is not None and current.ended):
                     break
                 if current is None:  # nothing to listen to
                     self._cond.wait()
@@ -369,12 +372,15 @@ class ListenStream:
             if self._stopped():
                 return None
             current = self._current
-            dropped, healthy = False, True
+            # A reopen that failed after a drop is tried again as a drop:
+            # changes may have come and gone unseen meanwhile.
+            dropped, healthy = self._lost, True
             if current is not None and current.ended:
                 if self._dropped(current) is None:
                     return None
                 healthy = time.monotonic() - current.opened_at >= HEALTHY
                 self._current, current, dropped = None, None, True
+                self._lost = True
             return self._generation, current, dropped, healthy
 
     def _dropped(self, stream: _Stream) -> bool | None:
@@ -406,6 +412,7 @@ class ListenStream:
             # Nothing left to listen to (the last subscription went): no stream.
             with self._cond:
                 self._current = None
+                self._lost = False
                 self._served = max(self._served, generation)
                 self._cond.notify_all()
             if old is not None and not old.ended and old.request_id is not None:
@@ -446,6 +453,7 @@ class ListenStream:
             else:
                 self._opening = None
                 self._current = stream
+                self._lost = False
                 self._served = max(self._served, generation)
                 self._failure = None
                 self._cond.notify_all()

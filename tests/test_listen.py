@@ -294,6 +294,23 @@ def test_a_dropped_stream_is_opened_again_and_the_catalog_refreshed(transport: s
         assert not session.closed
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_reopen_that_fails_after_a_drop_is_tried_again(transport: str) -> None:
+    # The first stream is acknowledged, then dropped; the next two requests
+    # are refused with no acknowledgment (a transient failure, or a server
+    # whose error overtakes its acknowledgment). Listening must not stop
+    # there: the fourth stream stays, and the refresh after a drop follows.
+    options = ("--listen-drop", "1", "--listen-refuse-reopen", "2")
+    with fake(transport, "modern", *options, auto_refresh=True) as session:
+        stream = session._core.inbound.stream
+        assert stream is not None
+        _until(lambda: stream.opened >= 4)
+        count = len(session.tools)
+        session.call_tool("publish", {"add": 1, "kind": "tools"})
+        _until(lambda: len(session.tools) == count + 1)
+        assert stream.opened == 4 and not session.closed
+
+
 def test_a_server_without_subscriptions_listen_costs_nothing_but_a_log_line(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -651,8 +651,10 @@ class StdioTransport:
                     self._rearm()
             if (lease and not timed) or self._chunk is not None or self._replies:
                 # The reader thread starts timing the lease, or has a chunk
-                # or replies to finish even if nothing more arrives.
-                os.write(self._wake_w, b"x")
+                # or replies to finish even if nothing more arrives. (A full
+                # wake pipe already wakes it.)
+                with contextlib.suppress(BlockingIOError):
+                    os.write(self._wake_w, b"x")
         finally:
             self._rlock.release()
         if lease and not linger and not self._sink.idle():

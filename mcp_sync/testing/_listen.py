@@ -15,7 +15,9 @@ Misbehaviours: ``--listen-flood N`` (right after each acknowledgment, N list
 changes of each kind and N updates of each subscribed URI), ``--listen-long-uri``
 (after each acknowledgment, an update of a 100 000-character URI),
 ``--listen-drop N`` (the first N streams end right after their
-acknowledgment: over stdio with an error reply, over HTTP without any).
+acknowledgment: over stdio with an error reply, over HTTP without any),
+``--listen-refuse-reopen N`` (the N requests after the first are refused
+with an error reply and no acknowledgment).
 """
 
 from __future__ import annotations
@@ -60,6 +62,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         default=0,
         metavar="N",
         help="end the first N listen streams right after their acknowledgment",
+    )
+    parser.add_argument(
+        "--listen-refuse-reopen",
+        type=int,
+        default=0,
+        metavar="N",
+        help="answer the N listen requests after the first with an error, never acknowledged",
     )
     parser.add_argument(
         "--instructions",
@@ -127,20 +136,18 @@ class ListenHub:
         if isinstance(uris, list) and uris:
             honored["resourceSubscriptions"] = [str(uri) for uri in uris]
         stream = _Stream(rid, honored)
+        opt = self.server.opt
         with self.lock:
             self.opened += 1
             opened = self.opened
-            self.streams[rid] = stream
-        opt = self.server.opt
+            refused = 1 < opened <= 1 + opt.listen_refuse_reopen
+            if not refused:
+                self.streams[rid] = stream
+        if refused:
+            self.server.error(rid, -32603, "listen stream refused on purpose")
+            return
         self.server.send(self._frame(rid, "notifications/subscriptions/acknowledged", {"notifications": honored}))
-        for _ in range(opt.listen_flood):
-            for kind in _LIST_KEYS:
-                if stream.wants(kind, None):
-                    self.server.send(self._frame(rid, f"notifications/{kind}/list_changed", {}))
-            for uri in sorted(stream.uris):
-                self.server.send(self._frame(rid, "notifications/resources/updated", {"uri": uri}))
-        if opt.listen_long_uri:
-            self.server.send(self._frame(rid, "notifications/resources/updated", {"uri": "fake://" + "x" * 100_000}))
+        self._after_ack(rid, stream, opt)
         if opened <= opt.listen_drop:
             with self.lock:
                 self.streams.pop(rid, None)
@@ -154,6 +161,17 @@ class ListenHub:
                 if frame is None:
                     return
                 self.server.send(frame)
+
+    def _after_ack(self, rid: object, stream: _Stream, opt: argparse.Namespace) -> None:
+        """The misbehaviours right after an acknowledgment: a flood, a long URI."""
+        for _ in range(opt.listen_flood):
+            for kind in _LIST_KEYS:
+                if stream.wants(kind, None):
+                    self.server.send(self._frame(rid, f"notifications/{kind}/list_changed", {}))
+            for uri in sorted(stream.uris):
+                self.server.send(self._frame(rid, "notifications/resources/updated", {"uri": uri}))
+        if opt.listen_long_uri:
+            self.server.send(self._frame(rid, "notifications/resources/updated", {"uri": "fake://" + "x" * 100_000}))
 
     def cancelled(self, params: object) -> None:
         rid = params.get("requestId") if isinstance(params, dict) else None
