@@ -619,10 +619,10 @@ class StdioTransport:
         return True
 
     def _give_read_side(self, linger: bool = False) -> None:
-        # Re-arm stdout for the reader thread (level-triggered: what came in
-        # meanwhile wakes it at once). A chunk left half-split (an interrupted
-        # leader) or replies left to send need the reader thread even if
-        # nothing more ever arrives on stdout.
+        # Re-arm stdout for the reader thread, or lease it (see _lease_lock).
+        # A chunk left half-split (an interrupted leader) or replies left to
+        # send need the reader thread even if nothing more ever arrives on
+        # stdout.
         lease = False
         try:
             if self._reading:
@@ -633,14 +633,13 @@ class StdioTransport:
                 self._held = 0
                 self._skipping = None
                 self._resync = True
-            if self._stdout_state is not _OPEN or self._once.begun:
-                with self._lease_lock:
-                    self._leading = False  # the reader thread sees the end itself
-                return
+            # Once stdout has ended (or the session is ending) the reader
+            # thread sees the end itself: nothing to arm, lease or wake.
+            live = self._stdout_state is _OPEN and not self._once.begun
             # A lone caller leases too: nobody else waits for a reply, and it
             # is usually back for its next call before the lease ends (then
             # it needs no epoll_ctl at all).
-            lease = (linger or self._sink.idle()) and self._chunk is None and not self._replies
+            lease = live and (linger or self._sink.idle()) and self._chunk is None and not self._replies
             with self._lease_lock:
                 self._leading = False
                 timed = self._leased
@@ -648,8 +647,8 @@ class StdioTransport:
                     self._lease_end = time.monotonic() + LEASE
                     self._leased = True
                 else:
-                    self._rearm()
-            if (lease and not timed) or self._chunk is not None or self._replies:
+                    self._rearm()  # (a no-op on the epoll unless live)
+            if live and ((lease and not timed) or self._chunk is not None or self._replies):
                 # The reader thread starts timing the lease, or has a chunk
                 # or replies to finish even if nothing more arrives. (A full
                 # wake pipe already wakes it.)
