@@ -71,8 +71,16 @@ whether it was settled some other way (cancelled from another thread)."""
 _COMPACT_MIN = 1024
 _PENDING = "PENDING"  # concurrent.futures' state of a future neither running nor settled
 _FINISHED = "FINISHED"  # ... and of one settled with a result or an error
+_RUNNING = "RUNNING"  # ... of one whose further rounds run on a rounds thread
+_CANCELLED = "CANCELLED"
+_NOTIFIED = "CANCELLED_AND_NOTIFIED"  # cancelled, and its waiters told
 _INPUT_REQUIRED = "input_required"
 _CREATED = threading.Lock()  # guards the lazy creation of each session's Calls (rare)
+# Guards each handle's lazy condition: its creation (by whoever first needs to
+# wait on the handle, add a callback or cancel it) against a settling that
+# finds none and so notifies nobody. Held for a few bytecodes, never while
+# waiting.
+_LAZY = threading.Lock()
 
 
 class ToolCall(cf.Future[CallToolResult]):
@@ -92,7 +100,14 @@ class ToolCall(cf.Future[CallToolResult]):
         self, calls: Calls, tool: Tool, catalog: Snapshot, params: dict[str, Any],
         deadline: float, describe: Callable[[], str],
     ) -> None:  # fmt: skip
-        super().__init__()
+        # Future.__init__'s fields, all but the condition: most handles are
+        # settled before anyone waits on them, so it is made on first use.
+        self._cond: threading.Condition | None = None
+        self._state = _PENDING
+        self._result: CallToolResult | None = None
+        self._exception: BaseException | None = None
+        self._waiters: list[Any] = []
+        self._done_callbacks: list[Callable[[Any], object]] = []
         self._calls = calls
         self._tool = tool
         self._catalog = catalog
@@ -101,6 +116,50 @@ class ToolCall(cf.Future[CallToolResult]):
         self._describe = describe
         self.request_id = 0
         """The JSON-RPC id of the call's request (0 until it is sent)."""
+
+    @property
+    def _condition(self) -> threading.Condition:
+        # What every Future method and concurrent.futures.wait/as_completed
+        # take: made once, under _LAZY, so a settling without it cannot miss
+        # a waiter that came in between.
+        cond = self._cond
+        if cond is None:
+            with _LAZY:
+                cond = self._cond
+                if cond is None:
+                    cond = self._cond = threading.Condition()
+        return cond
+
+    @_condition.setter
+    def _condition(self, cond: threading.Condition) -> None:  # (Future's own __init__ would set it)
+        self._cond = cond
+
+    def set_result(self, result: CallToolResult) -> None:
+        if self._cond is None:
+            with _LAZY:
+                if self._cond is None:  # nobody waits, nor can start to meanwhile
+                    if self._state not in (_PENDING, _RUNNING):
+                        raise cf.InvalidStateError(f"{self._state}: {self!r}")
+                    self._result = result
+                    self._state = _FINISHED  # after the result: result() reads it without a lock
+                    return
+        super().set_result(result)
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        if self._cond is None:
+            with _LAZY:
+                if self._cond is None:
+                    if self._state not in (_PENDING, _RUNNING):
+                        raise cf.InvalidStateError(f"{self._state}: {self!r}")
+                    self._exception = exception
+                    self._state = _FINISHED
+                    return
+        super().set_exception(exception)
+
+    def done(self) -> bool:
+        # One read of the state (a hint, as every lock-free read of it here):
+        # the request table's done() asks it on the hot path.
+        return self._state in (_FINISHED, _CANCELLED, _NOTIFIED)
 
     @property
     def tool(self) -> str:
@@ -237,7 +296,7 @@ class ToolCall(cf.Future[CallToolResult]):
         callbacks: list[Callable[[Any], object]] = self._done_callbacks
         if not callbacks:
             return
-        self._done_callbacks: list[Callable[[Any], object]] = []
+        self._done_callbacks = []
         if not self._calls.callbacks.submit(lambda: _run_callbacks(self, callbacks)):
             _run_callbacks(self, callbacks)  # the session's pool is closed: a library thread runs them
 
@@ -259,7 +318,9 @@ class _Entry(_Pending):
     __slots__ = ("call",)
 
     def __init__(self, call: ToolCall) -> None:
-        super().__init__()
+        # Not _Pending.__init__: nobody waits on this entry (they wait on its
+        # handle), so it needs neither the lock nor a place for an outcome.
+        self.written = False
         self.call = call
 
     def set_result(self, result: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import gc
 import itertools
 import os
@@ -337,6 +338,44 @@ def test_as_completed_and_wait(era: str) -> None:
         done, _ = cf.wait([failing, session.submit_tool("sleep", {"ms": 30_000})], timeout=20,
                           return_when=cf.FIRST_EXCEPTION)  # fmt: skip
         assert done == {failing}
+
+
+def test_waiters_that_arrive_before_or_as_the_reply_does_are_never_missed() -> None:
+    # A handle makes its condition only when someone first waits on it, adds
+    # a callback or cancels it; a reply settling it before, after or at that
+    # very moment must wake them. The replies come spread over half a second
+    # while three threads wait on the handles in turn, each kind of waiter
+    # on every third handle: every wait must return long before its timeout.
+    count = 600
+    with connect_fake() as session:
+        calls = [session.submit_tool("sleep", {"ms": 300 + n}) for n in range(count)]
+        called = threading.Semaphore(0)
+        late: list[int] = []
+
+        def watch(start: int) -> None:
+            for n in range(start, count, 3):
+                call, began = calls[n], time.monotonic()
+                kind = n // 3 % 3
+                if kind == 0:
+                    cf.wait([call], timeout=10)
+                elif kind == 1:
+                    with contextlib.suppress(cf.TimeoutError):
+                        next(cf.as_completed([call], timeout=10))
+                else:
+                    call.add_done_callback(lambda _: called.release())
+                if time.monotonic() - began > 5:
+                    late.append(n)
+
+        watchers = [threading.Thread(target=watch, args=(start,)) for start in range(3)]
+        for thread in watchers:
+            thread.start()
+        for thread in watchers:
+            thread.join(120)
+        assert not any(thread.is_alive() for thread in watchers)
+        assert late == []
+        assert [call.result(0).content[0]["text"] for call in calls] == ["slept"] * count
+        callbacks = sum(1 for n in range(count) if n // 3 % 3 == 2)
+        assert all(called.acquire(timeout=10) for _ in range(callbacks))
 
 
 # ------------------------------------------------------------------ map_tool
