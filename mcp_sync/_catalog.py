@@ -100,6 +100,24 @@ def freeze(value: Any) -> Any:
     return value
 
 
+def freeze_decoded(value: Any) -> Any:
+    """:func:`freeze` for JSON just decoded, which nothing else holds: its
+    dicts are wrapped in place (no copy), its lists become tuples."""
+    atoms = _ATOMS
+    kind = type(value)
+    if kind is dict:
+        for k, v in value.items():  # (replacing a value does not resize the dict)
+            if type(v) not in atoms:
+                value[k] = freeze_decoded(v)
+        return MappingProxyType(value)
+    if kind is list:
+        for i, v in enumerate(value):
+            if type(v) not in atoms:
+                value[i] = freeze_decoded(v)
+        return tuple(value)
+    return value
+
+
 def thaw(value: Any) -> Any:
     """A plain, mutable deep copy of a frozen value (dicts and lists), e.g. for ``json.dumps``."""
     if isinstance(value, Mapping):
@@ -229,10 +247,10 @@ def parse_call_result(result: object, tool: str, any_structured: bool = False) -
     # Since 2026-07-28 structured content may be any JSON value.
     if structured is not None and not any_structured and not isinstance(structured, dict):
         raise InvalidResponse(f"the result of tool {tool!a} has a structuredContent that is not an object")
+    # The result was decoded for this call alone: frozen in place. (The
+    # fields by position: keywords cost a third more here.)
     return CallToolResult(
-        content=freeze(content),
-        is_error=is_error,
-        structured_content=None if structured is None else freeze(structured),
+        freeze_decoded(content), is_error, None if structured is None else freeze_decoded(structured)
     )
 
 

@@ -261,6 +261,12 @@ class _Core:
         """Whether a caller still waits for this request's reply."""
         return request_id in self._pending
 
+    @property
+    def table_has(self) -> Callable[[object], bool]:
+        """:meth:`waiting` as the table's own C method, for a check over many
+        ids at once (a hint, read without the lock)."""
+        return self._pending.__contains__
+
     def idle(self) -> bool:
         """Whether no request waits for a reply (a hint: read without the lock)."""
         return not self._pending

@@ -96,26 +96,34 @@ class ToolCall(cf.Future[CallToolResult]):
     handle already done runs at once in the thread that adds it.
     """
 
+    # Future.__init__'s fields, as class defaults until set: most handles are
+    # settled before anyone waits on them, so the condition, and the lists
+    # only used under it (waiters, callbacks), are made on first use. (Empty
+    # tuples: a list used before its condition exists would fail loudly.)
+    _cond: threading.Condition | None = None
+    _result: CallToolResult | None = None
+    _exception: BaseException | None = None
+    _waiters: Any = ()
+    _done_callbacks: Any = ()
+    request_id = 0
+    """The JSON-RPC id of the call's request (0 until it is sent)."""
+
     def __init__(  # noqa: PLR0913, PLR0917
         self, calls: Calls, tool: Tool, catalog: Snapshot, params: dict[str, Any],
-        deadline: float, describe: Callable[[], str],
+        deadline: float, option: str, timeout_ms: int,
     ) -> None:  # fmt: skip
-        # Future.__init__'s fields, all but the condition: most handles are
-        # settled before anyone waits on them, so it is made on first use.
-        self._cond: threading.Condition | None = None
         self._state = _PENDING
-        self._result: CallToolResult | None = None
-        self._exception: BaseException | None = None
-        self._waiters: list[Any] = []
-        self._done_callbacks: list[Callable[[Any], object]] = []
         self._calls = calls
         self._tool = tool
         self._catalog = catalog
         self._params = params
         self._deadline = deadline
-        self._describe = describe
-        self.request_id = 0
-        """The JSON-RPC id of the call's request (0 until it is sent)."""
+        self._budget = (option, timeout_ms)
+
+    def _describe(self) -> str:
+        """The call, for a timeout's message."""
+        option, timeout_ms = self._budget
+        return f"tool {self._tool.name!a} on server {self._calls.core.server!r} ({option}={timeout_ms})"
 
     @property
     def _condition(self) -> threading.Condition:
@@ -127,6 +135,8 @@ class ToolCall(cf.Future[CallToolResult]):
             with _LAZY:
                 cond = self._cond
                 if cond is None:
+                    self._waiters = []
+                    self._done_callbacks = []
                     cond = self._cond = threading.Condition()
         return cond
 
@@ -235,14 +245,20 @@ class ToolCall(cf.Future[CallToolResult]):
                     self, lambda: rounds(core, "tools/call", params, deadline, describe, raw)
                 )
                 return
-            outcome = self._parse(raw)
+            # _parse and _settle, inline: this runs once per reply.
+            outcome = parse_call_result(raw, self._tool.name, era.any_structured)
+            if core.validate_output:
+                check_structured_output(self._catalog, self._tool, outcome)
         except McpError as exc:
             self._settle_error(exc.with_traceback(None))  # its frames hold the core
             return
         except Exception as exc:  # a bug: the handle gets it, never the reading thread
             self._settle_error(exc)
             return
-        self._settle(outcome)
+        try:  # noqa: SIM105 - contextlib.suppress costs an object per call
+            self.set_result(outcome)
+        except cf.InvalidStateError:  # only if user code set it
+            pass
 
     def _failed(self, error: BaseException) -> None:
         core = self._calls.core
@@ -365,7 +381,7 @@ class Calls:
             if len(heap) >= self._compact_at:
                 # Drop what has settled: the heap holds at most about twice
                 # the calls in flight, at a cost spread over the pushes.
-                waiting = self.core.waiting
+                waiting = self.core.table_has  # (a C method: no frame per item)
                 heap[:] = [item for item in heap if waiting(item[1])]
                 heapq.heapify(heap)
                 self._compact_at = max(_COMPACT_MIN, 2 * len(heap))
@@ -461,11 +477,15 @@ def submit_tool(
         from ._session import _not_in_catalog
 
         raise _not_in_catalog(name, core.server)
-    timeout_ms, option = request_budget(core.limits, timeout_ms)
+    limits = core.limits
+    if timeout_ms is None:  # request_budget's common case, inline
+        timeout_ms, option = limits.request_timeout_ms, "request_timeout_ms"
+    else:
+        timeout_ms, option = request_budget(limits, timeout_ms)
     args: Any = {} if arguments is None else arguments
-    check_arguments(args, core.limits.max_outbound_frame_bytes)
+    check_arguments(args, limits.max_outbound_frame_bytes)
     era = core.era
-    if tool.task_support == "required":
+    if tool.execution is not None and tool.task_support == "required":
         # Never as a task: refused as call_tool(task=False) would refuse it
         # (no other tool can be: task=False only refuses a required one).
         era.use_task(core, tool, False)
@@ -473,14 +493,9 @@ def submit_tool(
     if traceparent is not None:
         params["_meta"] = {"traceparent": check_traceparent(traceparent)}
     framed, headers = era.frame("tools/call", params)
-    server = core.server
-
-    def describe() -> str:
-        return f"tool {name!a} on server {server!r} ({option}={timeout_ms})"
-
     timeout = seconds(timeout_ms)
     deadline = time.monotonic() + timeout
-    call = ToolCall(calls, tool, catalog, params, deadline, describe)
+    call = ToolCall(calls, tool, catalog, params, deadline, option, timeout_ms)
     request_id, sent = core.submit("tools/call", framed, _Entry(call), timeout, headers)
     call.request_id = request_id
     if sent:

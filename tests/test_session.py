@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import json
 import os
 import sys
 import threading
@@ -88,6 +89,29 @@ def test_catalog_is_deep_frozen_and_thaws() -> None:
         assert tool.input_schema["properties"]["a"]["type"] == "number"
         thawed = mcp_sync.thaw(tool.input_schema)
         assert isinstance(thawed, dict) and isinstance(thawed["required"], list)
+
+
+def test_a_call_result_is_deep_frozen_as_the_catalog_is() -> None:
+    # Results are frozen in place (the decoded JSON is the call's alone): the
+    # same value, as deeply read-only, as a copying freeze() gives.
+    from mcp_sync._catalog import freeze, parse_call_result
+
+    text = (
+        '{"content":[{"type":"text","text":"x","annotations":{"audience":["user",{"k":[1,[2]]}]}}],'
+        '"isError":false,"structuredContent":{"rows":[{"a":[1,2]},[3,{"b":null}]],"n":1.5}}'
+    )
+    result = parse_call_result(json.loads(text), "t")
+    assert result.content == freeze(json.loads(text)["content"])
+    assert result.structured_content == freeze(json.loads(text)["structuredContent"])
+    audience = result.content[0]["annotations"]["audience"]
+    assert isinstance(audience, tuple) and isinstance(audience[1]["k"][1], tuple)
+    rows = result.structured_content["rows"]
+    assert isinstance(rows, tuple) and isinstance(rows[0]["a"], tuple) and isinstance(rows[1], tuple)
+    with pytest.raises(TypeError):
+        rows[1][1]["b"] = 1
+    with pytest.raises(TypeError):
+        result.content[0]["annotations"]["audience"][1]["k"] = []
+    assert mcp_sync.thaw(result.structured_content) == json.loads(text)["structuredContent"]
 
 
 def test_many_threads_share_one_session() -> None:
