@@ -231,10 +231,14 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    opened = line.count(b"[") + line.count(b"{")
     # Commas outside strings only matter (and are only counted) when the
-    # frame could hold more values than parsing may cost.
-    if opened > MAX_JSON_DEPTH or opened + line.count(b",") > MAX_JSON_VALUES:
+    # frame could hold more values than parsing may cost. A line no longer
+    # than the depth limit can break neither bound, so it is not counted.
+    costly = False
+    if len(line) > MAX_JSON_DEPTH:
+        opened = line.count(b"[") + line.count(b"{")
+        costly = opened > MAX_JSON_DEPTH or opened + line.count(b",") > MAX_JSON_VALUES
+    if costly:
         stream, values = _scan(line)
         if values > MAX_JSON_VALUES:
             # Too costly to parse (memory per value): refused unparsed, a

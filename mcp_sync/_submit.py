@@ -468,7 +468,7 @@ def submit_tool(
     """Check and send one ``tools/call``; its handle. What ``call_tool`` would
     refuse before sending anything is raised here."""
     core = calls.core
-    terminal = core.terminal
+    terminal = core._terminal  # (not the property: once per submit)
     if terminal is not None:
         raise terminal._copy()
     catalog = core.catalog  # one snapshot for the whole call, as call_tool does

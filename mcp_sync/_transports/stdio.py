@@ -776,9 +776,10 @@ class StdioTransport:
             if _whole_frame(first):
                 receive(first)
         start = self._pos
+        size = len(chunk)
         while True:
             newline = chunk.find(b"\n", start)
-            end = len(chunk) if newline < 0 else newline
+            end = size if newline < 0 else newline
             skipping = self._skipping
             if skipping is None and self._held + end - start > limit:
                 # Over the limit: from here on only the line's ends are kept.
@@ -797,7 +798,7 @@ class StdioTransport:
                     return False
                 continue
             if newline < 0:
-                rest = len(chunk) - start
+                rest = size - start
                 self._chunk = None
                 if rest:
                     partial.append(chunk[start:] if start else chunk)
@@ -813,7 +814,7 @@ class StdioTransport:
             start = self._pos = newline + 1
             receive(line)
             if self._replies and threading.current_thread() is not self._reader:
-                if start == len(chunk):
+                if start == size:
                     self._chunk = None
                 return True
 
