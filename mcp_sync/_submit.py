@@ -145,26 +145,26 @@ class ToolCall(cf.Future[CallToolResult]):
         self._cond = cond
 
     def set_result(self, result: CallToolResult) -> None:
-        if self._cond is None:
-            with _LAZY:
-                if self._cond is None:  # nobody waits, nor can start to meanwhile
-                    if self._state not in (_PENDING, _RUNNING):
-                        raise cf.InvalidStateError(f"{self._state}: {self!r}")
-                    self._result = result
-                    self._state = _FINISHED  # after the result: result() reads it without a lock
-                    return
+        if self._cond is None and self._finished_unwatched(result, None):
+            return
         super().set_result(result)
 
     def set_exception(self, exception: BaseException | None) -> None:
-        if self._cond is None:
-            with _LAZY:
-                if self._cond is None:
-                    if self._state not in (_PENDING, _RUNNING):
-                        raise cf.InvalidStateError(f"{self._state}: {self!r}")
-                    self._exception = exception
-                    self._state = _FINISHED
-                    return
+        if self._cond is None and self._finished_unwatched(None, exception):
+            return
         super().set_exception(exception)
+
+    def _finished_unwatched(self, result: CallToolResult | None, exception: BaseException | None) -> bool:
+        """Settle a handle nobody waits on, nor can start to meanwhile (no
+        condition yet, checked again under _LAZY); False if it has one."""
+        with _LAZY:
+            if self._cond is not None:
+                return False
+            if self._state not in (_PENDING, _RUNNING):
+                raise cf.InvalidStateError(f"{self._state}: {self!r}")
+            self._result, self._exception = result, exception
+            self._state = _FINISHED  # after the outcome: result() reads it without a lock
+            return True
 
     def done(self) -> bool:
         # One read of the state (a hint, as every lock-free read of it here):
@@ -245,20 +245,14 @@ class ToolCall(cf.Future[CallToolResult]):
                     self, lambda: rounds(core, "tools/call", params, deadline, describe, raw)
                 )
                 return
-            # _parse and _settle, inline: this runs once per reply.
-            outcome = parse_call_result(raw, self._tool.name, era.any_structured)
-            if core.validate_output:
-                check_structured_output(self._catalog, self._tool, outcome)
+            outcome = self._parse(raw)
         except McpError as exc:
             self._settle_error(exc.with_traceback(None))  # its frames hold the core
             return
         except Exception as exc:  # a bug: the handle gets it, never the reading thread
             self._settle_error(exc)
             return
-        try:  # noqa: SIM105 - contextlib.suppress costs an object per call
-            self.set_result(outcome)
-        except cf.InvalidStateError:  # only if user code set it
-            pass
+        self._settle(outcome)
 
     def _failed(self, error: BaseException) -> None:
         core = self._calls.core
@@ -276,7 +270,7 @@ class ToolCall(cf.Future[CallToolResult]):
 
     def _parse(self, raw: Any) -> CallToolResult:
         core = self._calls.core
-        outcome = parse_call_result(raw, self._tool.name, any_structured=core.era.any_structured)
+        outcome = parse_call_result(raw, self._tool.name, core.era.any_structured)
         if core.validate_output:
             check_structured_output(self._catalog, self._tool, outcome)
         return outcome
@@ -478,7 +472,7 @@ def submit_tool(
 
         raise _not_in_catalog(name, core.server)
     limits = core.limits
-    if timeout_ms is None:  # request_budget's common case, inline
+    if timeout_ms is None:  # request_budget's common case, inline (as _Core.call_tool does)
         timeout_ms, option = limits.request_timeout_ms, "request_timeout_ms"
     else:
         timeout_ms, option = request_budget(limits, timeout_ms)

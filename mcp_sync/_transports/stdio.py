@@ -496,8 +496,7 @@ class StdioTransport:
     # ----------------------------------------------------------- outbound
 
     def send(self, item: Outbound, timeout: float) -> bool:
-        stdin, frame, request_id = self._stdin, item.frame, item.request_id  # (_send, inline: once per submit)
-        return stdin.try_direct(frame, request_id) or stdin.put(frame, request_id, timeout)
+        return self._send(item.frame, item.request_id, timeout)
 
     def _send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
         stdin = self._stdin
