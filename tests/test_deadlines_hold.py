@@ -412,6 +412,8 @@ def _end_by_eof(session: mcp_sync.Session) -> None:
 
 
 def _end_by_long_frame(session: mcp_sync.Session) -> None:
+    # Past the session's 1 MiB frame limit (below): ended by that limit, not
+    # by the call's deadline.
     session.call_tool("flood", {"bytes": 3 * MIB}, timeout_ms=10_000)
 
 
@@ -419,13 +421,26 @@ def _end_by_bad_reply(session: mcp_sync.Session) -> None:
     session.call_tool("raw", {"lines": ['{"jsonrpc":"2.0","id":{id}}'], "reply": False}, timeout_ms=10_000)
 
 
-@pytest.mark.parametrize("end", [_end_by_crash, _end_by_eof, _end_by_long_frame, _end_by_bad_reply])
-def test_sessions_the_server_ends_leave_no_descriptors(end: Callable[[mcp_sync.Session], None]) -> None:
+@pytest.mark.parametrize(
+    ("end", "kind"),
+    [
+        (_end_by_crash, "connection_closed"),
+        (_end_by_eof, "connection_closed"),
+        (_end_by_long_frame, "protocol_error"),
+        (_end_by_bad_reply, "protocol_error"),
+    ],
+    ids=lambda value: getattr(value, "__name__", value),
+)
+def test_sessions_the_server_ends_leave_no_descriptors(
+    end: Callable[[mcp_sync.Session], None], kind: str
+) -> None:
     before = _fds()
     for _ in range(6):
-        session = connect_fake("--misbehave")
-        with pytest.raises(mcp_sync.McpError):
+        session = connect_fake("--misbehave", limits=mcp_sync.Limits(max_frame_bytes=MIB))
+        with timed(5.0), pytest.raises(mcp_sync.McpError) as caught:
             end(session)
+        # The server's doing ends it, never the 10 s deadline of the call.
+        assert caught.value.kind == kind, caught.value
         session.close()
     _no_library_threads()
     # The old code leaked four per session (24 here).
