@@ -6,6 +6,8 @@ threads, close it (or leave a ``with`` block). See ``docs/`` for the guides.
 
 from __future__ import annotations
 
+import typing
+
 from ._catalog import CallToolResult, ServerInfo, Tool, thaw
 from ._client import connect, connect_http
 from ._errors import (
@@ -29,14 +31,6 @@ from ._errors import (
     ToolNotFound,
     UrlElicitationRequired,
 )
-from ._handlers import (
-    ElicitationRequest,
-    ElicitationResult,
-    HandlerError,
-    Handlers,
-    SamplingRequest,
-    SamplingResult,
-)
 from ._limits import (
     DEFAULT_HANDSHAKE_TIMEOUT_MS,
     DEFAULT_MAX_CATALOG_PAGES,
@@ -55,18 +49,6 @@ from ._limits import (
 )
 from ._progress import ProgressCallback
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
-from ._resources import (
-    Completion,
-    GetPromptResult,
-    Prompt,
-    PromptArgument,
-    PromptMessage,
-    ReadResourceResult,
-    Resource,
-    ResourceContents,
-    ResourceTemplate,
-)
-from ._roots import Root
 from ._servers import DEFAULT_HEALTH_CHECK_TIMEOUT_MS, RespawnPolicy, Servers
 from ._session import CLIENT_INFO
 from ._session_api import Session
@@ -77,6 +59,60 @@ from ._versions import (
     MODERN_PROTOCOL_VERSIONS,
     SUPPORTED_PROTOCOL_VERSIONS,
 )
+
+if typing.TYPE_CHECKING:
+    from ._handlers import (
+        ElicitationRequest,
+        ElicitationResult,
+        HandlerError,
+        Handlers,
+        SamplingRequest,
+        SamplingResult,
+    )
+    from ._resources import (
+        Completion,
+        GetPromptResult,
+        Prompt,
+        PromptArgument,
+        PromptMessage,
+        ReadResourceResult,
+        Resource,
+        ResourceContents,
+        ResourceTemplate,
+    )
+    from ._roots import Root
+
+# Defined on first use: these value types (answers to the server's requests,
+# resources, prompts, roots) cost `import mcp_sync` about 25 ms to define, and
+# many programs never touch them. (Outside type checking: mypy sees the
+# imports above, and no module __getattr__ to hide a misspelt name.)
+_FROM_HANDLERS = frozenset({
+    "ElicitationRequest", "ElicitationResult", "HandlerError", "Handlers",
+    "SamplingRequest", "SamplingResult",
+})  # fmt: skip
+_FROM_RESOURCES = frozenset({
+    "Completion", "GetPromptResult", "Prompt", "PromptArgument", "PromptMessage",
+    "ReadResourceResult", "Resource", "ResourceContents", "ResourceTemplate",
+})  # fmt: skip
+
+if not typing.TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        if name in _FROM_HANDLERS:
+            from . import _handlers as module
+        elif name in _FROM_RESOURCES:
+            from . import _resources as module
+        elif name == "Root":
+            from . import _roots as module
+        else:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(module, name)
+        globals()[name] = value  # the next lookup finds it without coming here
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_FROM_HANDLERS, *_FROM_RESOURCES, "Root"})
+
 
 __all__ = [
     "AuthError",

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from . import _log
 from ._eras import check_protocol, negotiate
 from ._errors import InvalidOption, McpError, ProtocolError
-from ._handlers import Handlers
 from ._limits import Limits
 from ._redact import Diagnostics
 from ._session import _Core
@@ -18,6 +17,7 @@ from ._session_api import Session
 from ._validate import require_jsonschema
 
 if TYPE_CHECKING:
+    from ._handlers import Handlers
     from ._options import ConnectOptions, HttpConnectOptions, Settings
 
 __all__ = ["connect", "connect_http"]

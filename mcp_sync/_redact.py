@@ -8,6 +8,7 @@ credential in half and leave a recognisable prefix behind.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -44,71 +45,80 @@ _MASK = "[REDACTED]"
 # the pattern to match at all (in the lower-cased text for case-insensitive
 # rules): a ``str.find`` costs far less than a regex scan, so an ordinary
 # line, and most hostile ones, run few or none of the patterns.
-_RULES: tuple[tuple[re.Pattern[str], tuple[str, ...], bool], ...] = tuple(
-    (re.compile(pattern), triggers, pattern.startswith("(?i)"))
-    for pattern, triggers in (
-        # PEM private keys written on one line: everything up to the END marker.
-        (r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?P<s>(?:(?!-----END)[\s\S])*+)", ("PRIVATE KEY",)),
-        # URL userinfo: scheme://user:password@host -> scheme://[REDACTED]@host
-        (r"(?<=://)(?P<s>[^\s/@:]++(?::[^\s/@]*+)?)(?=@)", ("://",)),
-        # GitHub tokens (classic, OAuth, app, refresh) and fine-grained PATs.
-        (r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{20,255})", ("gh",)),
-        (r"\b(?P<s>github_pat_[A-Za-z0-9_]{20,255})", ("github_pat_",)),
-        # GitLab personal, project, trigger, deploy... tokens: glpat-, glptt-...
-        (r"\b(?P<s>gl[a-z]{1,6}-[A-Za-z0-9_\-]{20,})", ("gl",)),
-        # OpenAI / Anthropic style secret keys: sk-..., sk-proj-..., sk-ant-...
-        (r"\b(?P<s>sk-[A-Za-z0-9_\-]{16,})", ("sk-",)),
-        # Stripe secret and restricted keys.
-        (r"\b(?P<s>[rs]k_(?:live|test)_[A-Za-z0-9]{10,})", ("k_live_", "k_test_")),
-        # Slack tokens: xoxb-, xoxa-, xoxp-, xoxr-, xoxs-, xoxe-
-        (r"\b(?P<s>xox[a-z]-[A-Za-z0-9\-]{8,})", ("xox",)),
-        # Google API keys, npm and Hugging Face tokens, Twilio API keys.
-        (r"\b(?P<s>AIza[A-Za-z0-9_\-]{35})", ("AIza",)),
-        (r"\b(?P<s>npm_[A-Za-z0-9]{36})", ("npm_",)),
-        (r"\b(?P<s>hf_[A-Za-z0-9]{30,})", ("hf_",)),
-        (r"\b(?P<s>SK[0-9a-fA-F]{32})\b", ("SK",)),
-        # SendGrid API keys: SG.<id>.<secret>
-        (r"\b(?P<s>SG\.[A-Za-z0-9_\-]{16,}+\.[A-Za-z0-9_\-]{16,}+)", ("SG.",)),
-        # AWS access key ids and secrets written as key=value.
-        (
-            r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16})\b",
-            ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"),
-        ),
-        (
-            r"(?i)aws_secret_access_key[\"']?\s*+[:=]\s*+[\"']?(?P<s>[A-Za-z0-9/+=]{20,}+)",
-            ("aws_secret_access_key",),
-        ),
-        # JSON Web Tokens: three base64url segments, the first two JSON objects.
-        # Anchored to the start of a run so "eyJ-eyJ-eyJ-..." is scanned once.
-        (
-            r"(?<![A-Za-z0-9_\-])(?P<s>eyJ[A-Za-z0-9_\-]++\.eyJ[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]*+)",
-            ("eyJ",),
-        ),
-        # Cookie and Set-Cookie headers: the whole value.
-        (r"(?i)\b(?:set-)?cookie\s*+:\s*+(?P<s>[^\r\n]++)", ("cookie",)),
-        # Authorization: <scheme> <credentials>, whatever the scheme ("token ..." too).
-        (
-            r"(?i)\b(?:proxy-)?authorization[\"']?\s*+[:=]\s*+[\"']?"
-            r"(?:[A-Za-z][A-Za-z0-9_\-]*+\s++)?(?P<s>[^\s\"',;]++)",
-            ("authorization",),
-        ),
-        # Bearer <token>, Basic <credentials> and DPoP-bound tokens anywhere.
-        (
-            r"(?i)\b(?:bearer|basic|dpop)\s++(?P<s>[A-Za-z0-9._~+/\-]++=*+)",
-            ("bearer", "basic", "dpop"),
-        ),
-        # key=value / key: value / "key": "value" for secret-looking keys
-        # (DB_PASS=, PGPASSWORD=, AccountKey=, SharedAccessKey=, sig=..., and
-        # OAuth's codes, PKCE verifiers and assertions).
-        (
-            r"(?i)(?:password|passwd|pwd|pass|token|secret|api[_-]?key|access[_-]?key|"
-            r"account[_-]?key|private[_-]?key|client[_-]?secret|credentials?|auth|sig|"
-            r"verifier|assertion|\bcode)[\"']?\s*+[:=]\s*+[\"']?(?P<s>[^\s\"'&,;]++)",
-            ("pass", "pwd", "token", "secret", "key", "credential", "auth", "sig", "verifier",
-             "assertion", "code"),
-        ),
-    )
+#
+# Kept as source and compiled by the first redact(): compiling them all costs
+# about 5 ms, which `import mcp_sync` should not pay.
+_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # PEM private keys written on one line: everything up to the END marker.
+    (r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?P<s>(?:(?!-----END)[\s\S])*+)", ("PRIVATE KEY",)),
+    # URL userinfo: scheme://user:password@host -> scheme://[REDACTED]@host
+    (r"(?<=://)(?P<s>[^\s/@:]++(?::[^\s/@]*+)?)(?=@)", ("://",)),
+    # GitHub tokens (classic, OAuth, app, refresh) and fine-grained PATs.
+    (r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{20,255})", ("gh",)),
+    (r"\b(?P<s>github_pat_[A-Za-z0-9_]{20,255})", ("github_pat_",)),
+    # GitLab personal, project, trigger, deploy... tokens: glpat-, glptt-...
+    (r"\b(?P<s>gl[a-z]{1,6}-[A-Za-z0-9_\-]{20,})", ("gl",)),
+    # OpenAI / Anthropic style secret keys: sk-..., sk-proj-..., sk-ant-...
+    (r"\b(?P<s>sk-[A-Za-z0-9_\-]{16,})", ("sk-",)),
+    # Stripe secret and restricted keys.
+    (r"\b(?P<s>[rs]k_(?:live|test)_[A-Za-z0-9]{10,})", ("k_live_", "k_test_")),
+    # Slack tokens: xoxb-, xoxa-, xoxp-, xoxr-, xoxs-, xoxe-
+    (r"\b(?P<s>xox[a-z]-[A-Za-z0-9\-]{8,})", ("xox",)),
+    # Google API keys, npm and Hugging Face tokens, Twilio API keys.
+    (r"\b(?P<s>AIza[A-Za-z0-9_\-]{35})", ("AIza",)),
+    (r"\b(?P<s>npm_[A-Za-z0-9]{36})", ("npm_",)),
+    (r"\b(?P<s>hf_[A-Za-z0-9]{30,})", ("hf_",)),
+    (r"\b(?P<s>SK[0-9a-fA-F]{32})\b", ("SK",)),
+    # SendGrid API keys: SG.<id>.<secret>
+    (r"\b(?P<s>SG\.[A-Za-z0-9_\-]{16,}+\.[A-Za-z0-9_\-]{16,}+)", ("SG.",)),
+    # AWS access key ids and secrets written as key=value.
+    (
+        r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16})\b",
+        ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"),
+    ),
+    (
+        r"(?i)aws_secret_access_key[\"']?\s*+[:=]\s*+[\"']?(?P<s>[A-Za-z0-9/+=]{20,}+)",
+        ("aws_secret_access_key",),
+    ),
+    # JSON Web Tokens: three base64url segments, the first two JSON objects.
+    # Anchored to the start of a run so "eyJ-eyJ-eyJ-..." is scanned once.
+    (
+        r"(?<![A-Za-z0-9_\-])(?P<s>eyJ[A-Za-z0-9_\-]++\.eyJ[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]*+)",
+        ("eyJ",),
+    ),
+    # Cookie and Set-Cookie headers: the whole value.
+    (r"(?i)\b(?:set-)?cookie\s*+:\s*+(?P<s>[^\r\n]++)", ("cookie",)),
+    # Authorization: <scheme> <credentials>, whatever the scheme ("token ..." too).
+    (
+        r"(?i)\b(?:proxy-)?authorization[\"']?\s*+[:=]\s*+[\"']?"
+        r"(?:[A-Za-z][A-Za-z0-9_\-]*+\s++)?(?P<s>[^\s\"',;]++)",
+        ("authorization",),
+    ),
+    # Bearer <token>, Basic <credentials> and DPoP-bound tokens anywhere.
+    (
+        r"(?i)\b(?:bearer|basic|dpop)\s++(?P<s>[A-Za-z0-9._~+/\-]++=*+)",
+        ("bearer", "basic", "dpop"),
+    ),
+    # key=value / key: value / "key": "value" for secret-looking keys
+    # (DB_PASS=, PGPASSWORD=, AccountKey=, SharedAccessKey=, sig=..., and
+    # OAuth's codes, PKCE verifiers and assertions).
+    (
+        r"(?i)(?:password|passwd|pwd|pass|token|secret|api[_-]?key|access[_-]?key|"
+        r"account[_-]?key|private[_-]?key|client[_-]?secret|credentials?|auth|sig|"
+        r"verifier|assertion|\bcode)[\"']?\s*+[:=]\s*+[\"']?(?P<s>[^\s\"'&,;]++)",
+        ("pass", "pwd", "token", "secret", "key", "credential", "auth", "sig", "verifier",
+         "assertion", "code"),
+    ),
 )
+
+
+@functools.cache
+def _rules() -> tuple[tuple[re.Pattern[str], tuple[str, ...], bool], ...]:
+    return tuple(
+        (re.compile(pattern), triggers, pattern.startswith("(?i)")) for pattern, triggers in _RULES
+    )
+
+
 # A PEM private key over several lines: the lines between BEGIN and END.
 _PEM_BEGIN = "-----BEGIN "
 _PEM_KEY = "PRIVATE KEY-----"
@@ -119,7 +129,7 @@ def redact(text: str, known: KnownSecrets | None = None) -> str:
     """Return ``text`` with every recognised credential replaced by a mask,
     and every value of ``known`` too."""
     folded: str | None = None
-    for pattern, triggers, case_insensitive in _RULES:
+    for pattern, triggers, case_insensitive in _rules():
         if case_insensitive:
             if folded is None:
                 folded = text.lower()

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from . import _handlers, _health, _log, _refresh, _resources, _serverlog, _submit
+from . import _health, _log, _refresh, _serverlog, _submit
 from ._session import _Core, _not_in_catalog
 
 if TYPE_CHECKING:
@@ -287,14 +287,20 @@ class Session:
         return _refresh.refresh_tools(self._core, timeout_ms)
 
     # ------------------------------------------------------------ resources, prompts, completion
+    # _resources and _handlers are imported by the first call that needs them:
+    # their value types cost `import mcp_sync` about 25 ms to define.
 
     def list_resources(self, *, timeout_ms: int | None = None) -> tuple[Resource, ...]:
         """Every resource the server lists (all pages), in its order.
         ``timeout_ms`` bounds the whole walk (default ``request_timeout_ms``)."""
+        from . import _resources
+
         return _resources.list_resources(self._core, timeout_ms)
 
     def list_resource_templates(self, *, timeout_ms: int | None = None) -> tuple[ResourceTemplate, ...]:
         """Every resource template the server lists (all pages)."""
+        from . import _resources
+
         return _resources.list_resource_templates(self._core, timeout_ms)
 
     def read_resource(
@@ -302,6 +308,8 @@ class Session:
     ) -> ReadResourceResult:
         """Read one resource: text and/or binary (decoded) contents. ``meta``
         adds keys to the request's ``_meta`` (the library's own win)."""
+        from . import _resources
+
         return _resources.read_resource(self._core, uri, timeout_ms, meta)
 
     @property
@@ -312,6 +320,8 @@ class Session:
 
     def list_prompts(self, *, timeout_ms: int | None = None) -> tuple[Prompt, ...]:
         """Every prompt the server lists (all pages)."""
+        from . import _resources
+
         return _resources.list_prompts(self._core, timeout_ms)
 
     def get_prompt(
@@ -324,6 +334,8 @@ class Session:
     ) -> GetPromptResult:
         """Get one prompt, filled in with ``arguments`` (strings). ``meta``
         adds keys to the request's ``_meta`` (the library's own win)."""
+        from . import _resources
+
         return _resources.get_prompt(self._core, name, arguments, timeout_ms, meta)
 
     @property
@@ -343,6 +355,8 @@ class Session:
         """Ask for completions of one argument of a prompt or a resource
         template: ``argument`` is ``{"name": ..., "value": ...}``, ``context``
         the arguments already resolved."""
+        from . import _resources
+
         return _resources.complete(self._core, ref, argument, context, timeout_ms)
 
     # ------------------------------------------------------------ skills (io.modelcontextprotocol/skills)
@@ -396,11 +410,15 @@ class Session:
     def set_roots(self, roots: RootsProvider) -> None:
         """Replace the roots given to ``Handlers(roots=...)`` and tell the
         server (``notifications/roots/list_changed``)."""
+        from . import _handlers
+
         _handlers.set_roots(self._core, roots)
 
     def roots_changed(self) -> None:
         """Tell the server the roots changed (say, what a roots callable
         returns), so it asks again."""
+        from . import _handlers
+
         _handlers.roots_changed(self._core)
 
     def ping(self, *, timeout_ms: int | None = None) -> None:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import __future__
 
 import importlib
+import subprocess
+import sys
+import textwrap
 import types
 
 import pytest
@@ -19,10 +22,13 @@ _ALLOWED_DUNDERS = {"__version__"}
 
 
 def _public_names(module: types.ModuleType) -> list[str]:
+    # dir(), not vars(): mcp_sync defines some names on first use (its __dir__
+    # lists them).
     names = []
-    for name, value in vars(module).items():
+    for name in dir(module):
         if name.startswith("_") and name not in _ALLOWED_DUNDERS:
             continue
+        value = getattr(module, name)
         if isinstance(value, (types.ModuleType, __future__._Feature)):
             continue  # submodules and `from __future__ import annotations`
         names.append(name)
@@ -43,3 +49,34 @@ def test_all_is_sorted_and_exists(name: str) -> None:
 def test_all_is_every_public_name(name: str) -> None:
     module = importlib.import_module(name)
     assert sorted(module.__all__) == sorted(_public_names(module))
+
+
+def test_feature_value_types_are_defined_on_first_use() -> None:
+    """`import mcp_sync` leaves the modules of the handler, resource, prompt
+    and root types (and socket, which only HTTP needs) unimported; the first
+    use of a name imports its module, and every way of reaching it works."""
+    code = textwrap.dedent("""
+        import sys
+        import mcp_sync
+        lazy = ("mcp_sync._handlers", "mcp_sync._resources", "mcp_sync._roots", "socket")
+        print(sorted(m for m in lazy if m in sys.modules))
+        from mcp_sync import Handlers, Resource
+        from mcp_sync._handlers import Handlers as defined
+        print(Handlers is defined, Resource.__module__, mcp_sync.Root.__module__)
+        print(sorted(m for m in lazy if m in sys.modules))
+        print("Prompt" in dir(mcp_sync), "Prompt" in vars(mcp_sync))
+        try:
+            mcp_sync.Handler
+        except AttributeError as exc:
+            print(exc)
+    """)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.splitlines()
+    assert out == [
+        "[]",
+        "True mcp_sync._resources mcp_sync._roots",
+        "['mcp_sync._handlers', 'mcp_sync._resources', 'mcp_sync._roots']",
+        "True False",
+        "module 'mcp_sync' has no attribute 'Handler'",
+    ]

@@ -9,12 +9,14 @@ methods of :class:`Transport`; a transport calls back only the methods of
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
 from collections.abc import Callable, Mapping
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from .._errors import McpError
+
+if TYPE_CHECKING:
+    import socket
 
 __all__ = [
     "NOTIFICATION",
@@ -201,5 +203,7 @@ def wake(sock: socket.socket) -> None:
     ``shutdown`` wakes it; ``close`` would not. The base-class method is used
     so an SSL socket is not unwrapped under the reading thread's feet.
     """
+    import socket  # here: only HTTP transports have sockets, and stdio needs none
+
     with contextlib.suppress(OSError, ValueError):
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
