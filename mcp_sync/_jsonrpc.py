@@ -162,9 +162,14 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# An integer literal shorter than this (below 1e308) is always inside a
+# double's range.
+_SAFE_INT_CHARS = 309
+
+
 def _finite_int(text: str) -> int:
-    if len(text) < 309:
-        return int(text)  # below 1e308: always inside a double's range
+    if len(text) < _SAFE_INT_CHARS:
+        return int(text)
     try:
         value = int(text)
     except ValueError:  # past the interpreter's digit limit: far past a double
@@ -185,6 +190,11 @@ _DECODER = json.JSONDecoder(
 )
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _SCAN: Any = getattr(_DECODER, "scan_once")  # noqa: B009 - untyped in typeshed
+# A text shorter than _SAFE_INT_CHARS cannot hold an integer that overflows,
+# so the scanner's own int (no Python call per integer) is exact for it.
+_SCAN_SHORT: Any = getattr(  # noqa: B009
+    json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float), "scan_once"
+)
 
 
 def _unencodable(value: object) -> Any:
@@ -209,7 +219,7 @@ def _loads(text: str) -> Any:
     # the C scanner; anything else through the full decoder, which also
     # raises the proper errors.
     try:
-        value, end = _SCAN(text, 0)
+        value, end = (_SCAN_SHORT if len(text) < _SAFE_INT_CHARS else _SCAN)(text, 0)
     except StopIteration:
         return _DECODER.decode(text)
     if end != len(text):
