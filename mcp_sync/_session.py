@@ -654,10 +654,7 @@ class _Core:
         if tool is None:
             raise _not_in_catalog(name, self.server)
         limits = self.limits
-        if timeout_ms is None:  # request_budget's common case, inline
-            timeout_ms, option = limits.request_timeout_ms, "request_timeout_ms"
-        else:
-            timeout_ms, option = request_budget(limits, timeout_ms)
+        timeout_ms, option = request_budget(limits, timeout_ms)
         args: Any = {} if arguments is None else arguments
         check_arguments(args, limits.max_outbound_frame_bytes)
         sent: dict[str, Any] = {}

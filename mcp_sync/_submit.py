@@ -472,13 +472,12 @@ def submit_tool(
 
         raise _not_in_catalog(name, core.server)
     limits = core.limits
-    if timeout_ms is None:  # request_budget's common case, inline (as _Core.call_tool does)
-        timeout_ms, option = limits.request_timeout_ms, "request_timeout_ms"
-    else:
-        timeout_ms, option = request_budget(limits, timeout_ms)
+    timeout_ms, option = request_budget(limits, timeout_ms)
     args: Any = {} if arguments is None else arguments
     check_arguments(args, limits.max_outbound_frame_bytes)
     era = core.era
+    # (No execution object means "forbidden": the property is skipped for
+    # most tools, about 2k instructions per submitted call.)
     if tool.execution is not None and tool.task_support == "required":
         # Never as a task: refused as call_tool(task=False) would refuse it
         # (no other tool can be: task=False only refuses a required one).
