@@ -46,6 +46,28 @@ def reply_to(client: Any, msg_id: str) -> dict[str, Any]:
             return message["content"]  # type: ignore[no-any-return]
 
 
+def wait_idle(client: Any, msg_id: str) -> None:
+    """Wait for the kernel's idle status after the request msg_id.
+
+    After a cell ends in an error, ipykernel aborts execute requests until a
+    marker it queues behind the failed request comes through; it queues that
+    marker before it reports idle. A cell sent on the error reply alone can
+    overtake the marker and come back "aborted".
+    """
+    deadline = time.monotonic() + CELL_TIMEOUT
+    while True:
+        try:
+            message = client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError("the kernel did not go idle after the cell") from None
+        if (
+            message["msg_type"] == "status"
+            and message["parent_header"].get("msg_id") == msg_id
+            and message["content"]["execution_state"] == "idle"
+        ):
+            return
+
+
 def test_jupyter_kernel_cells_rerun_interrupt_and_shutdown(tmp_path: Path) -> None:
     build, long_call, after = doc_cells("jupyter")  # the guide's three cells, in order
     log = tmp_path / "server.log"
@@ -74,6 +96,7 @@ def test_jupyter_kernel_cells_rerun_interrupt_and_shutdown(tmp_path: Path) -> No
         kernel.interrupt_kernel()
         content = reply_to(client, msg_id)
         assert (content["status"], content["ename"]) == ("error", "KeyboardInterrupt"), content
+        wait_idle(client, msg_id)
         wait_for(lambda: "notifications/cancelled" in methods(log), "the cancellation")
 
         # The session is still usable: the same server answers the next cell.
