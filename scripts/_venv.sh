@@ -46,12 +46,30 @@ ensure_venv() {
     phase_done "created with $("$py" -V 2>&1)"
 }
 
-# pip_install SPEC: `pip install -e SPEC` into .venv. pip's own output (including
-# warnings about this machine's extra package indexes) goes to a log that is shown only
-# when the install fails; a line every 30 s says it is still going. A stamp per SPEC
-# holding the hash of pyproject.toml skips the install (about 3 s even when nothing
-# changes) until pyproject.toml changes. pip's download and wheel cache
-# (~/.cache/pip) is kept between runs, so a reinstall downloads nothing it has seen.
+# ensure_uv: put the pinned uv into .venv, or say why not. uv resolves and installs
+# the same packages from the same index as pip, several times faster (a fresh .venv
+# for '.[dev]': about 30 s against about 2 minutes for pip on a 2-core machine).
+# Installs byte-compile everything, as pip does: with PYTHONDONTWRITEBYTECODE set, a
+# module without a .pyc is compiled again by every process that imports it, and the
+# suite starts hundreds. pip stays the fallback: if uv cannot be installed (no wheel
+# for this platform, say), the installs below use pip.
+UV_PIN="uv==0.13.9"
+UV="$VENV/bin/uv"
+ensure_uv() {
+    if [ -x "$UV" ] && [ "$("$UV" --version 2>/dev/null | cut -d' ' -f2)" = "${UV_PIN#uv==}" ]; then
+        return 0
+    fi
+    "$VPY" -m pip install --disable-pip-version-check -q "$UV_PIN" >"$VENV/uv-install.log" 2>&1 && [ -x "$UV" ] && return 0
+    echo "    (could not install $UV_PIN, see $VENV/uv-install.log: installing with pip instead)" >&2
+    return 1
+}
+
+# pip_install SPEC: `pip install -e SPEC` into .venv (through uv when it can be had).
+# The installer's own output (including pip's warnings about this machine's extra package
+# indexes) goes to a log that is shown only when the install fails; a line every 30 s
+# says it is still going. A stamp per SPEC holding the hash of pyproject.toml skips the
+# install until pyproject.toml changes. The download caches (~/.cache/uv, ~/.cache/pip)
+# are kept between runs, so a reinstall downloads nothing it has seen.
 pip_install() {
     local spec="$1"
     local name="${spec//[^a-z]/}"
@@ -64,8 +82,13 @@ pip_install() {
         return
     fi
     local log="$VENV/pip-install.log"
-    echo "    (a first install downloads and unpacks every package; log: $log)" >&2
-    "$VPY" -m pip install --disable-pip-version-check -e "$spec" >"$log" 2>&1 &
+    local cmd=("$VPY" -m pip install --disable-pip-version-check -e "$spec") tool="pip"
+    if ensure_uv; then
+        cmd=("$UV" pip install --compile-bytecode --python "$VPY" -e "$spec")
+        tool="uv"
+    fi
+    echo "    (a first install downloads and unpacks every package with $tool; log: $log)" >&2
+    "${cmd[@]}" >"$log" 2>&1 &
     local pip_pid=$! rc=0
     while kill -0 "$pip_pid" 2>/dev/null; do
         local waited=0
@@ -75,17 +98,23 @@ pip_install() {
         done
         if kill -0 "$pip_pid" 2>/dev/null; then
             local last
-            last="$(grep -E '^(Collecting|Downloading|Installing|Building|Preparing)' "$log" | tail -n1 | cut -c1-100)"
+            last="$(grep -E '^ *(Collecting|Downloading|Installing|Building|Preparing|Resolved|Prepared)' "$log" | tail -n1 | cut -c1-100)"
             echo "    ... $((SECONDS - _phase_start)) s${last:+: $last}" >&2
         fi
     done
     wait "$pip_pid" || rc=$?
     if [ "$rc" -ne 0 ]; then
         cat "$log" >&2
-        die "pip install -e '$spec' failed (log above, also in $log)"
+        die "$tool install -e '$spec' failed (log above, also in $log)"
     fi
     printf '%s\n' "$want" >"$stamp"
     local installed
-    installed="$(grep '^Successfully installed' "$log" | wc -w)"
-    phase_done "$((installed > 2 ? installed - 2 : 0)) packages installed"
+    if [ "$tool" = uv ]; then
+        # uv: "Installed 179 packages in 1.2s"
+        installed="$(sed -n 's/^Installed \([0-9]*\) package.*/\1/p' "$log" | tail -n1)"
+    else
+        installed="$(grep '^Successfully installed' "$log" | wc -w)"
+        installed="$((installed > 2 ? installed - 2 : 0))"
+    fi
+    phase_done "${installed:-0} packages installed with $tool"
 }
