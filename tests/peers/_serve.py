@@ -11,8 +11,14 @@ import uvicorn
 
 
 def serve_app(app: Any, port: int) -> None:
-    """Serve an ASGI app on 127.0.0.1:``port`` until the process is stopped."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    """Serve an ASGI app on 127.0.0.1:``port`` until the process is stopped.
+
+    Stopped (SIGTERM) while a request still runs (a test that left a long
+    sleep tool behind), uvicorn waits for it at most 1 s, not until the test's
+    teardown gives up and kills it."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=1
+    )
     uvicorn.Server(config).run()
 
 
