@@ -35,15 +35,23 @@ def execute(client: Any, code: str) -> tuple[dict[str, Any], list[str]]:
     return reply["content"], outputs
 
 
-def reply_to(client: Any, msg_id: str) -> dict[str, Any]:
+def first_message(get: Any, wanted: Any, what: str) -> dict[str, Any]:
+    """The first message ``get`` (a channel's get_*_msg) returns that is ``wanted``."""
     deadline = time.monotonic() + CELL_TIMEOUT
     while True:
         try:
-            message = client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            message: dict[str, Any] = get(timeout=max(0.1, deadline - time.monotonic()))
         except queue.Empty:
-            raise AssertionError("the kernel did not answer the cell") from None
-        if message["parent_header"].get("msg_id") == msg_id:
-            return message["content"]  # type: ignore[no-any-return]
+            raise AssertionError(f"the kernel did not {what}") from None
+        if wanted(message):
+            return message
+
+
+def reply_to(client: Any, msg_id: str) -> dict[str, Any]:
+    message = first_message(
+        client.get_shell_msg, lambda m: m["parent_header"].get("msg_id") == msg_id, "answer the cell"
+    )
+    return message["content"]  # type: ignore[no-any-return]
 
 
 def wait_idle(client: Any, msg_id: str) -> None:
@@ -54,18 +62,15 @@ def wait_idle(client: Any, msg_id: str) -> None:
     marker before it reports idle. A cell sent on the error reply alone can
     overtake the marker and come back "aborted".
     """
-    deadline = time.monotonic() + CELL_TIMEOUT
-    while True:
-        try:
-            message = client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            raise AssertionError("the kernel did not go idle after the cell") from None
-        if (
-            message["msg_type"] == "status"
-            and message["parent_header"].get("msg_id") == msg_id
-            and message["content"]["execution_state"] == "idle"
-        ):
-            return
+    first_message(
+        client.get_iopub_msg,
+        lambda m: (
+            m["msg_type"] == "status"
+            and m["parent_header"].get("msg_id") == msg_id
+            and m["content"]["execution_state"] == "idle"
+        ),
+        "go idle after the cell",
+    )
 
 
 def test_jupyter_kernel_cells_rerun_interrupt_and_shutdown(tmp_path: Path) -> None:
