@@ -185,16 +185,14 @@ def _lenient_parse(text: str) -> Any:
 
 
 # Built once: json.loads/json.dumps with options build a new codec per call.
-_DECODER = json.JSONDecoder(
-    parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_finite_int
-)
+# Both decoders refuse the same non-finite numbers.
+_STRICT_NUMBERS: dict[str, Any] = {"parse_constant": _refuse_constant, "parse_float": _finite_float}
+_DECODER = json.JSONDecoder(**_STRICT_NUMBERS, parse_int=_finite_int)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _SCAN: Any = getattr(_DECODER, "scan_once")  # noqa: B009 - untyped in typeshed
 # A text shorter than _SAFE_INT_CHARS cannot hold an integer that overflows,
 # so the scanner's own int (no Python call per integer) is exact for it.
-_SCAN_SHORT: Any = getattr(  # noqa: B009
-    json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float), "scan_once"
-)
+_SCAN_SHORT: Any = getattr(json.JSONDecoder(**_STRICT_NUMBERS), "scan_once")  # noqa: B009
 
 
 def _unencodable(value: object) -> Any:
