@@ -64,6 +64,24 @@ ensure_uv() {
     return 1
 }
 
+# install_into PY ARGS...: `pip install ARGS` into the environment of interpreter PY,
+# with uv when ensure_uv can have it (asked once; INSTALLER says which, uv or pip).
+INSTALLER=""
+choose_installer() {
+    [ -n "$INSTALLER" ] && return 0
+    if ensure_uv; then INSTALLER=uv; else INSTALLER=pip; fi
+}
+install_into() {
+    local py="$1"
+    shift
+    choose_installer
+    if [ "$INSTALLER" = uv ]; then
+        "$UV" pip install --compile-bytecode --python "$py" "$@"
+    else
+        "$py" -m pip install --disable-pip-version-check "$@"
+    fi
+}
+
 # pip_install SPEC: `pip install -e SPEC` into .venv (through uv when it can be had).
 # The installer's own output (including pip's warnings about this machine's extra package
 # indexes) goes to a log that is shown only when the install fails; a line every 30 s
@@ -82,13 +100,10 @@ pip_install() {
         return
     fi
     local log="$VENV/pip-install.log"
-    local cmd=("$VPY" -m pip install --disable-pip-version-check -e "$spec") tool="pip"
-    if ensure_uv; then
-        cmd=("$UV" pip install --compile-bytecode --python "$VPY" -e "$spec")
-        tool="uv"
-    fi
+    choose_installer  # here, not in the background job: INSTALLER is read below
+    local tool="$INSTALLER"
     echo "    (a first install downloads and unpacks every package with $tool; log: $log)" >&2
-    "${cmd[@]}" >"$log" 2>&1 &
+    install_into "$VPY" -e "$spec" >"$log" 2>&1 &
     local pip_pid=$! rc=0
     while kill -0 "$pip_pid" 2>/dev/null; do
         local waited=0
