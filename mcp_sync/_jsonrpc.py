@@ -199,6 +199,47 @@ def _unencodable(value: object) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
+# orjson (a dependency, loaded by the first session rather than by ``import
+# mcp_sync``): a fast first try at both ends, taken only where its answer is
+# the one the rules here would give. Anything it refuses, and anything it
+# would read or write differently, goes the standard way below. (Except an
+# enum.Enum member or a uuid.UUID, which orjson writes by value where json
+# refuses it: the argument walk refuses both before anything is encoded.)
+_fast_tried = False
+_fast_loads: Any = None
+_fast_dumps: Any = None
+_fast_error: Any = ValueError
+_fast_options = 0
+# Digits become "0", everything else ".": a run of 19 zeros marks a number
+# that may be an integer past 64 bits, which orjson reads as a float.
+_DIGITS = bytes(48 if 48 <= b <= 57 else 46 for b in range(256))
+_LONG_NUMBER = b"0" * 19
+
+
+def load_fast_json() -> None:
+    """Turn on the orjson first try, if orjson is installed (the first call
+    only). Each global is set before the one that enables its use."""
+    global _fast_tried, _fast_loads, _fast_dumps, _fast_error, _fast_options
+    if _fast_tried:
+        return
+    _fast_tried = True
+    try:
+        import orjson
+    except ImportError:
+        return
+    # Subclasses of str, int, dict and list (an IntEnum...), dataclasses and
+    # datetimes go to ``_unencodable``, so they take the standard way too.
+    _fast_options = (
+        orjson.OPT_APPEND_NEWLINE
+        | orjson.OPT_PASSTHROUGH_SUBCLASS
+        | orjson.OPT_PASSTHROUGH_DATACLASS
+        | orjson.OPT_PASSTHROUGH_DATETIME
+    )
+    _fast_error = orjson.JSONDecodeError
+    _fast_dumps = orjson.dumps
+    _fast_loads = orjson.loads
+
+
 # The C encoder JSONEncoder.encode builds on every call, built once. Without
 # circular-reference markers: arguments were already walked with a depth
 # bound (check_arguments), and the envelope is ours.
@@ -233,6 +274,24 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
     parsed safely, looks like) a protocol message but breaks a rule raises
     :class:`ProtocolError`. Linear in the line's length for every input.
     """
+    size = len(line)
+    if (
+        _fast_loads is not None
+        # Short enough that neither bound can be broken: no more values than
+        # bytes, and no deeper than the brackets it opens.
+        and (
+            size <= MAX_JSON_DEPTH
+            or (size <= MAX_JSON_VALUES and line.count(b"[") + line.count(b"{") <= MAX_JSON_DEPTH)
+        )
+        # (find, not "in": for bytes, "in" tries the operand as an integer first)
+        and line.translate(_DIGITS).find(_LONG_NUMBER) < 0
+    ):
+        try:
+            value = _fast_loads(line)
+        except _fast_error:
+            pass  # not JSON to orjson (or a number it reads another way): the full rules decide
+        else:
+            return value if type(value) is dict and "jsonrpc" in value else None
     if not line.lstrip(_WHITESPACE).startswith(b"{"):
         return None  # not an object: noise, whatever else it holds
     try:
@@ -300,6 +359,18 @@ def error_object(message: dict[str, Any]) -> dict[str, Any] | None:
 
 def encode(message: dict[str, Any], max_bytes: int) -> bytes:
     """The message as one UTF-8 line, after checking its exact size."""
+    if _fast_dumps is not None:
+        try:
+            data: bytes = _fast_dumps(message, _unencodable, _fast_options)
+        except TypeError:
+            pass  # a value orjson leaves to us (a big integer, a surrogate...)
+        else:
+            # orjson writes NaN and the infinities as null, which the rules
+            # here refuse: a frame with a null in it is encoded again below.
+            if data.find(b"null") < 0:
+                if len(data) > max_bytes + 1:
+                    raise _frame_too_large(len(data) - 1, max_bytes)
+                return data
     try:
         # The C encoder where there is one (every request comes through here).
         text = _ENCODER.encode(message) if _C_ENCODE is None else "".join(_C_ENCODE(message, 0))
@@ -315,11 +386,12 @@ def encode(message: dict[str, Any], max_bytes: int) -> bytes:
             ) from None
         raise InvalidOption("an outgoing number is NaN or infinite") from None
     if len(data) > max_bytes:
-        raise InvalidOption(
-            f"an outbound frame of {len(data)} bytes is over "
-            f"max_outbound_frame_bytes={max_bytes}"
-        )
+        raise _frame_too_large(len(data), max_bytes)
     return data + b"\n"
+
+
+def _frame_too_large(size: int, max_bytes: int) -> InvalidOption:
+    return InvalidOption(f"an outbound frame of {size} bytes is over max_outbound_frame_bytes={max_bytes}")
 
 
 _SCALARS = (str, int, float, bool, type(None))

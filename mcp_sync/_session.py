@@ -36,7 +36,7 @@ from ._errors import (
     ToolNotFound,
     remote_error,
 )
-from ._jsonrpc import TooManyValues, check_arguments, decode_line, encode, error_object
+from ._jsonrpc import TooManyValues, check_arguments, decode_line, encode, error_object, load_fast_json
 from ._legacy import LegacyEra
 from ._legacy import initialize_params as _initialize_params
 from ._limits import Limits, request_budget, seconds
@@ -117,6 +117,7 @@ class _Core:
     ) -> None:
         from ._inbound import Inbound
 
+        load_fast_json()
         self.server = server
         self.limits = limits
         self.diagnostics = diagnostics
