@@ -106,13 +106,17 @@ def freeze_decoded(value: Any) -> Any:
     atoms = _ATOMS
     kind = type(value)
     if kind is dict:
-        for k, v in value.items():  # (replacing a value does not resize the dict)
-            if type(v) not in atoms:
-                value[k] = freeze_decoded(v)
+        # An object of atoms only (most content blocks) is seen in one C-level pass.
+        if not atoms.issuperset(map(type, value.values())):
+            for k, v in value.items():  # (replacing a value does not resize the dict)
+                if type(v) not in atoms:
+                    value[k] = freeze_decoded(v)
         return MappingProxyType(value)
     if kind is list:
         for i, v in enumerate(value):
-            if type(v) not in atoms:
+            if type(v) is dict and atoms.issuperset(map(type, v.values())):
+                value[i] = MappingProxyType(v)  # the common content block, without a call
+            elif type(v) not in atoms:
                 value[i] = freeze_decoded(v)
         return tuple(value)
     return value
@@ -247,11 +251,20 @@ def parse_call_result(result: object, tool: str, any_structured: bool = False) -
     # Since 2026-07-28 structured content may be any JSON value.
     if structured is not None and not any_structured and not isinstance(structured, dict):
         raise InvalidResponse(f"the result of tool {tool!a} has a structuredContent that is not an object")
-    # The result was decoded for this call alone: frozen in place. (The
-    # fields by position: keywords cost a third more here.)
-    return CallToolResult(
-        freeze_decoded(content), is_error, None if structured is None else freeze_decoded(structured)
-    )
+    # The result was decoded for this call alone: frozen in place, and put
+    # straight into the slots (the frozen dataclass's __init__ would make
+    # three object.__setattr__ calls).
+    call: CallToolResult = _new_result(CallToolResult)
+    _set_content(call, freeze_decoded(content))
+    _set_is_error(call, is_error)
+    _set_structured(call, None if structured is None else freeze_decoded(structured))
+    return call
+
+
+_new_result: Any = object.__new__
+_set_content: Any = vars(CallToolResult)["content"].__set__
+_set_is_error: Any = vars(CallToolResult)["is_error"].__set__
+_set_structured: Any = vars(CallToolResult)["structured_content"].__set__
 
 
 class PageWalk(ABC):

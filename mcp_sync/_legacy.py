@@ -231,7 +231,7 @@ class LegacyEra:
     def use_task(self, core: EraCore, tool: Tool, task: bool | None) -> bool:
         """A ``required`` tool always goes as a task (when the server takes
         task-augmented ``tools/call`` at all), an ``optional`` one when asked."""
-        if task is None and tool.task_support != "required":
+        if task is None and (tool.execution is None or tool.task_support != "required"):
             return False  # the common case, decided without a look at the capabilities
         takes = _server_takes_tool_tasks(core.server_capabilities)
         if task is None:

@@ -124,7 +124,10 @@ def request_budget(limits: Limits, timeout_ms: object) -> tuple[int, str]:
 
 def seconds(ms: int) -> float:
     """Milliseconds as a wait that ``threading`` accepts (clamped to TIMEOUT_MAX)."""
-    return min(ms / 1000.0, threading.TIMEOUT_MAX)
+    return ms / 1000.0 if ms < _TIMEOUT_MAX_MS else threading.TIMEOUT_MAX
+
+
+_TIMEOUT_MAX_MS = threading.TIMEOUT_MAX * 1000.0
 
 
 def reply_not_queued(limits: Limits) -> ProtocolError:

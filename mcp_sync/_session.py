@@ -201,7 +201,9 @@ class _Core:
             else:
                 first = True
                 self._terminal = error
-                pending, self._pending = self._pending, {}
+                # Emptied in place: the transport holds the table's __len__ (table_size).
+                pending = self._pending.copy()
+                self._pending.clear()
         if first:
             self.ended.set()
             for entry in pending.values():
@@ -268,9 +270,11 @@ class _Core:
         ids at once (a hint, read without the lock)."""
         return self._pending.__contains__
 
-    def idle(self) -> bool:
-        """Whether no request waits for a reply (a hint: read without the lock)."""
-        return not self._pending
+    @property
+    def table_size(self) -> Callable[[], int]:
+        """The request table's own C ``__len__``, for a transport to keep:
+        how many requests wait (a hint, read without the lock)."""
+        return self._pending.__len__
 
     def fail(self, request_id: int, error: McpError) -> None:
         """Fail one request without ending the session (an HTTP transport whose

@@ -618,8 +618,9 @@ def test_an_interrupted_reader_loses_one_line_at_most() -> None:
         def claim(self, request_id: int) -> bool:
             return True
 
-        def idle(self) -> bool:
-            return True
+        @property
+        def table_size(self) -> Callable[[], int]:
+            return lambda: 0
 
         def failed(self) -> bool:
             return False

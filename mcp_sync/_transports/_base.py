@@ -143,8 +143,10 @@ class Sink(Protocol):
     def waiting(self, request_id: int) -> bool:
         """Whether a caller still waits for this request's reply."""
 
-    def idle(self) -> bool:
-        """Whether no request waits for a reply (a hint: read without a lock)."""
+    @property
+    def table_size(self) -> Callable[[], int]:
+        """How many requests wait for a reply, as a C method a transport may
+        keep and call on a hot path (a hint: read without a lock)."""
 
     def fail(self, request_id: int, error: McpError) -> None:
         """Fail one request without ending the session."""

@@ -353,6 +353,7 @@ class StdioTransport:
         secrets: Sequence[str] = (),
     ) -> None:
         self._sink = sink
+        self._waiting = sink.table_size  # (a C method: _give_read_side asks it per call)
         self.leader: Leader | None = self
         self._limits = limits
         self._stdin = _Stdin(sink.claim, limits.queue_capacity)
@@ -639,7 +640,7 @@ class StdioTransport:
             # A lone caller leases too: nobody else waits for a reply, and it
             # is usually back for its next call before the lease ends (then
             # it needs no epoll_ctl at all).
-            lease = live and (linger or self._sink.idle()) and self._chunk is None and not self._replies
+            lease = live and (linger or not self._waiting()) and self._chunk is None and not self._replies
             with self._lease_lock:
                 self._leading = False
                 timed = self._leased
@@ -656,7 +657,7 @@ class StdioTransport:
                     os.write(self._wake_w, b"x")
         finally:
             self._rlock.release()
-        if lease and not linger and not self._sink.idle():
+        if lease and not linger and self._waiting():
             # A request entered while we held the token: its caller, who
             # found the token taken, now waits for someone to read.
             with self._lease_lock:
@@ -715,7 +716,8 @@ class StdioTransport:
                     return
                 streaming = not self._empty
                 continue
-            ready = poll(min(math.ceil(remaining * 1000), _POLL_MAX_MS))
+            wait_ms = math.ceil(remaining * 1000)  # (no min(): it parses keywords on every call)
+            ready = poll(wait_ms if wait_ms < _POLL_MAX_MS else _POLL_MAX_MS)
             if not ready:
                 continue
             if len(ready) > 1 or ready[0][0] != fd:
