@@ -24,8 +24,8 @@ class _Pending:
 
     Cheaper than a ``concurrent.futures.Future`` (no condition variable, no
     callbacks), which matters on a path that runs once per call. Only the
-    thread that removes the entry from the request table (under the table
-    lock) completes it, so it is completed at most once: it sets ``_settled``
+    thread that removes the entry from the request table (one atomic dict
+    operation) completes it, so it is completed at most once: it sets ``_settled``
     first, then releases ``_done``, a bare lock taken at birth. A thread that
     must block acquires that lock with its timeout and gives it back at once
     for the next one (several threads may wait on one entry: the futures

@@ -134,7 +134,10 @@ class _Core:
         self.client_capabilities: Mapping[str, Any] = self.inbound.capabilities()
         self.server_capabilities: Mapping[str, Any] = freeze({})
         # Guards _pending and _terminal: the request table and the one
-        # terminal transition must change together.
+        # terminal transition must change together. Each entry is taken off
+        # by one atomic dict operation (pop, popitem), so exactly one thread
+        # ever holds it to complete it; a reply's pop on the read path needs
+        # no lock for that.
         self._lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._terminal: McpError | None = None
@@ -201,12 +204,16 @@ class _Core:
             else:
                 first = True
                 self._terminal = error
-                # Emptied in place: the transport holds the table's __len__ (table_size).
-                pending = self._pending.copy()
-                self._pending.clear()
+                # Emptied in place (the transport holds the table's __len__),
+                # one atomic popitem at a time: a reply popping its entry
+                # without the lock meanwhile takes it from this sweep.
+                pending = []
+                with contextlib.suppress(KeyError):
+                    while True:
+                        pending.append(self._pending.popitem()[1])
         if first:
             self.ended.set()
-            for entry in pending.values():
+            for entry in pending:
                 entry.set_exception(error._copy())
             self.ended_at = _log.ended(self, error)  # after the waiters are released
         if self.transport is not None:
@@ -486,9 +493,8 @@ class _Core:
             ):
                 # Every call's reply: a result for one of our integer ids,
                 # which _dispatch's rules would accept as it is (so it need
-                # not go there). Anything else does.
-                with self._lock:
-                    entry = self._pending.pop(request_id, None)
+                # not go there). Anything else does. (An atomic pop: no lock.)
+                entry = self._pending.pop(request_id, None)
                 if entry is not None:
                     entry.set_result(message["result"])
                 return

@@ -814,9 +814,10 @@ class StdioTransport:
                 line = chunk[start:newline]
             start = self._pos = newline + 1
             receive(line)
+            if start == size:  # the chunk ended with this line (the usual case)
+                self._chunk = None
+                return True
             if self._replies and threading.current_thread() is not self._reader:
-                if start == size:
-                    self._chunk = None
                 return True
 
     def _skipped(self, skipping: Oversized, ended: bool) -> bool:
