@@ -97,14 +97,6 @@ LINES = [
 ]
 
 
-@pytest.mark.parametrize("line", LINES, ids=range(len(LINES)))
-def test_every_line_decodes_the_same_with_and_without_orjson(
-    monkeypatch: pytest.MonkeyPatch, line: bytes
-) -> None:
-    fast, standard = _both_ways(monkeypatch, decode_line, line)
-    assert fast == standard
-
-
 def test_an_integer_past_64_bits_stays_exact() -> None:
     load_fast_json()
     message = decode_line(_frame('"n":18446744073709551616,"m":-9223372036854775809'))
@@ -162,11 +154,18 @@ def _encode_and_read(message: Any) -> Any:
     return json.loads(frame)  # the value sent: the two encoders may spell numbers differently
 
 
-@pytest.mark.parametrize("message", MESSAGES, ids=range(len(MESSAGES)))
-def test_every_message_encodes_the_same_with_and_without_orjson(
-    monkeypatch: pytest.MonkeyPatch, message: Any
+CASES = [(decode_line, line) for line in LINES] + [(_encode_and_read, message) for message in MESSAGES]
+
+
+@pytest.mark.parametrize(
+    ("run", "value"),
+    CASES,
+    ids=[f"decode-{n}" for n in range(len(LINES))] + [f"encode-{n}" for n in range(len(MESSAGES))],
+)
+def test_every_line_and_message_is_the_same_with_and_without_orjson(
+    monkeypatch: pytest.MonkeyPatch, run: Any, value: Any
 ) -> None:
-    fast, standard = _both_ways(monkeypatch, _encode_and_read, message)
+    fast, standard = _both_ways(monkeypatch, run, value)
     assert fast == standard
 
 
