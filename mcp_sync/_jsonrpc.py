@@ -274,15 +274,20 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
     parsed safely, looks like) a protocol message but breaks a rule raises
     :class:`ProtocolError`. Linear in the line's length for every input.
     """
+    # Whether the line could break the bound on values or on depth, counted
+    # cheaply: it holds no more values than bytes (commas are only counted
+    # past MAX_JSON_VALUES bytes), and nests no deeper than the brackets it
+    # opens (a line no longer than the depth limit is not counted at all).
     size = len(line)
-    if (
-        _fast_loads is not None
-        # Short enough that neither bound can be broken: no more values than
-        # bytes, and no deeper than the brackets it opens.
-        and (
-            size <= MAX_JSON_DEPTH
-            or (size <= MAX_JSON_VALUES and line.count(b"[") + line.count(b"{") <= MAX_JSON_DEPTH)
+    costly = False
+    if size > MAX_JSON_DEPTH:
+        opened = line.count(b"[") + line.count(b"{")
+        costly = opened > MAX_JSON_DEPTH or (
+            size > MAX_JSON_VALUES and opened + line.count(b",") > MAX_JSON_VALUES
         )
+    if (
+        not costly
+        and _fast_loads is not None
         # (find, not "in": for bytes, "in" tries the operand as an integer first)
         and line.translate(_DIGITS).find(_LONG_NUMBER) < 0
     ):
@@ -298,13 +303,6 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    # Commas outside strings only matter (and are only counted) when the
-    # frame could hold more values than parsing may cost. A line no longer
-    # than the depth limit can break neither bound, so it is not counted.
-    costly = False
-    if len(line) > MAX_JSON_DEPTH:
-        opened = line.count(b"[") + line.count(b"{")
-        costly = opened > MAX_JSON_DEPTH or opened + line.count(b",") > MAX_JSON_VALUES
     if costly:
         stream, values = _scan(line)
         if values > MAX_JSON_VALUES:
