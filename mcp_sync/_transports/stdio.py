@@ -70,6 +70,9 @@ usually back sooner, and then needs no epoll_ctl. The longest a server's
 message between calls (a notification, a request of its own) then waits for
 the reader thread, and how often that thread wakes while calls go on."""
 _POLL_MAX_MS = 2**31 - 1
+_PEEK_AFTER_MISS = 16
+"""Leaders that poll at once after a read before polling found nothing,
+before one tries that read again (see _read_until)."""
 # A caller writes its own frame only when one write(2) is sure to take all of
 # it: a pipe writes up to PIPE_BUF bytes atomically or not at all, so no
 # caller ever leaves half a frame behind (a frame is written whole or not at
@@ -432,6 +435,8 @@ class StdioTransport:
         self._resync = False
         # Set when a read found stdout empty (a leader reading ahead).
         self._empty = False
+        # Leaders still to poll before one reads first (see _read_until).
+        self._peek_wait = 0
         # Who may read stdout next, apart from the token. _lease_lock guards
         # _armed (stdout armed in the reader's epoll: a leader disarms it),
         # _leading (a caller holds the token to read), _leased and
@@ -698,23 +703,33 @@ class StdioTransport:
         # Holding the read token, with stdout disarmed in the reader's epoll.
         fd = self._stdout_fd
         poll = self._lead_poll.poll
-        streaming = False
+        # Read before polling when the last leader that tried found its
+        # reply already waiting: the server ran on this CPU while we wrote (a
+        # busy or one-CPU machine), and the read saves the poll. Where the
+        # server runs beside us that read finds nothing and costs a failed
+        # read(2), so after a miss only every _PEEK_AFTER_MISS-th leader tries.
+        peek = self._peek_wait
+        streaming = peek == 0
+        if not streaming:
+            self._peek_wait = peek - 1
         while not done():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
             if streaming:
-                # The last chunk held replies for others, not ours: under
-                # load the next is often there already, and a read that
-                # finds it saves the poll (one that finds nothing costs a
-                # read, and we poll). A lone caller never comes here.
+                # Also after a chunk that held replies for others, not ours:
+                # under load the next is often there already.
                 self._empty = False
                 if not self._read_available():
                     os.write(self._wake_w, b"x")
                     return
                 if self._replies:
                     return
-                streaming = not self._empty
+                if self._empty:
+                    streaming = False
+                    if peek == 0:
+                        self._peek_wait = _PEEK_AFTER_MISS
+                peek = 1  # only the first read tells whether replies come ahead of the poll
                 continue
             wait_ms = math.ceil(remaining * 1000)  # (no min(): it parses keywords on every call)
             ready = poll(wait_ms if wait_ms < _POLL_MAX_MS else _POLL_MAX_MS)
