@@ -133,11 +133,12 @@ class _Core:
         # modern era in every request's _meta. Only what the handlers serve.
         self.client_capabilities: Mapping[str, Any] = self.inbound.capabilities()
         self.server_capabilities: Mapping[str, Any] = freeze({})
-        # Guards _pending and _terminal: the request table and the one
-        # terminal transition must change together. Each entry is taken off
-        # by one atomic dict operation (pop, popitem), so exactly one thread
-        # ever holds it to complete it; a reply's pop on the read path needs
-        # no lock for that.
+        # Guards _terminal and the terminal sweep of _pending, and makes
+        # each removal and its look at the entry's ``written`` one step
+        # (abandon, withdraw). Each entry is taken off by one atomic dict
+        # operation (pop, popitem), so exactly one thread ever holds it to
+        # complete it: a reply's pop on the read path needs no lock for that,
+        # nor do _enter and claim, which order their steps instead (see there).
         self._lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._terminal: McpError | None = None
@@ -259,13 +260,19 @@ class _Core:
 
     def claim(self, request_id: int) -> bool:
         """The transport asks before writing a request frame: False means the
-        caller gave up and the frame is skipped."""
-        with self._lock:
-            entry = self._pending.get(request_id)
-            if entry is None:
-                return False
-            entry.written = True
-            return True
+        caller gave up and the frame is skipped.
+
+        No lock: the entry is marked first, then looked for again. A thread
+        that takes it off (abandon, withdraw) reads the mark after the
+        removal, so it either saw no mark, and then this finds the entry gone
+        and the frame is skipped, or saw it, and tells the server (a
+        notification about a frame that, in the narrowest race, is then
+        skipped: servers ignore a cancellation of an unknown request)."""
+        entry = self._pending.get(request_id)
+        if entry is None:
+            return False
+        entry.written = True
+        return request_id in self._pending
 
     def waiting(self, request_id: int) -> bool:
         """Whether a caller still waits for this request's reply."""
@@ -352,10 +359,15 @@ class _Core:
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
             self.limits.max_outbound_frame_bytes,
         )
-        with self._lock:
-            if self._terminal is not None:
-                raise self._terminal._copy()
-            self._pending[request_id] = entry
+        # No lock: the entry goes in, then the session's end is looked at.
+        # terminate() sets _terminal before it sweeps the table, so an entry
+        # either is swept (and failed) or sees the end here.
+        pending = self._pending
+        pending[request_id] = entry
+        terminal = self._terminal
+        if terminal is not None:
+            pending.pop(request_id, None)
+            raise terminal._copy()
         return _outbound(Outbound, (frame, REQUEST, request_id, method, headers, None))
 
     def _abandon(self, request_id: int, cancellable: bool) -> bool:

@@ -349,6 +349,46 @@ def test_timed_out_call_sends_one_cancellation(tmp_path: Path) -> None:
     assert [c["params"]["requestId"] for c in cancels] == [hang_id]
 
 
+class _GivenUpAsMarked(_session._Pending):
+    """An entry whose caller gives up the moment the transport marks it
+    written: the race claim() settles without a lock."""
+
+    __slots__ = ("core", "request_id")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        if name == "written" and value and hasattr(self, "core"):
+            assert self.core._abandon(self.request_id, True)
+
+
+def test_claim_marks_the_entry_then_looks_again() -> None:
+    with connect_fake() as session:
+        core = session._core
+        entry = _session._Pending()
+        core._pending[1_000_001] = entry
+        assert core.claim(1_000_001) and entry.written
+        assert core._abandon(1_000_001, False)
+        assert not core.claim(1_000_001)  # given up before: the frame is skipped
+        # Given up between the mark and the second look: the abandon saw the
+        # mark (and told the server), and the frame is skipped all the same.
+        racing = _GivenUpAsMarked()
+        racing.core, racing.request_id = core, 1_000_002
+        core._pending[1_000_002] = racing
+        assert not core.claim(1_000_002)
+        assert 1_000_002 not in core._pending
+
+
+def test_a_request_entered_as_the_session_ends_is_refused_and_not_kept() -> None:
+    # _enter puts the entry in, then looks at the session's end: an entry
+    # that came after the sweep is taken out again and the end is raised.
+    with connect_fake() as session:
+        core = session._core
+    assert core.terminal is not None
+    with pytest.raises(mcp_sync.ConnectionClosed):
+        core._enter(1_000_003, "tools/call", {"name": "echo", "arguments": {}}, _session._Pending(), None)
+    assert core._pending == {}
+
+
 def test_initialize_is_never_cancelled(tmp_path: Path) -> None:
     log = tmp_path / "log"
     # The budget leaves room for the era race to send initialize on a busy machine:
