@@ -76,10 +76,10 @@ _CANCELLED = "CANCELLED"
 _NOTIFIED = "CANCELLED_AND_NOTIFIED"  # cancelled, and its waiters told
 _INPUT_REQUIRED = "input_required"
 _CREATED = threading.Lock()  # guards the lazy creation of each session's Calls (rare)
-# Guards each handle's lazy condition: its creation (by whoever first needs to
-# wait on the handle, add a callback or cancel it) against a settling that
-# finds none and so notifies nobody. Held for a few bytecodes, never while
-# waiting.
+# Guards the lazy creation of each handle's condition (by whoever first needs
+# to wait on the handle, add a callback or cancel it), so a handle gets one.
+# Held for a few bytecodes, never while waiting; a settling takes no lock
+# (see ToolCall._finished_unwatched).
 _LAZY = threading.Lock()
 
 
@@ -128,8 +128,8 @@ class ToolCall(cf.Future[CallToolResult]):
     @property
     def _condition(self) -> threading.Condition:
         # What every Future method and concurrent.futures.wait/as_completed
-        # take: made once, under _LAZY, so a settling without it cannot miss
-        # a waiter that came in between.
+        # take: made once (under _LAZY), its lists before it, and published
+        # last, so a settling that finds it finds them too.
         cond = self._cond
         if cond is None:
             with _LAZY:
@@ -155,16 +155,29 @@ class ToolCall(cf.Future[CallToolResult]):
         super().set_exception(exception)
 
     def _finished_unwatched(self, result: CallToolResult | None, exception: BaseException | None) -> bool:
-        """Settle a handle nobody waits on, nor can start to meanwhile (no
-        condition yet, checked again under _LAZY); False if it has one."""
-        with _LAZY:
-            if self._cond is not None:
-                return False
-            if self._state not in (_PENDING, _RUNNING):
-                raise cf.InvalidStateError(f"{self._state}: {self!r}")
-            self._result, self._exception = result, exception
-            self._state = _FINISHED  # after the outcome: result() reads it without a lock
-            return True
+        """Settle a handle that had no condition when its settler looked
+        (nobody waited on it); always True.
+
+        No lock: the outcome and the state are stored, then the condition is
+        looked for again. Whoever makes the condition (to wait on the handle,
+        add a callback or cancel it) reads the state under it once made, so
+        either it finds the handle finished, or its condition is there for
+        this second look, which tells it the way Future.set_result would."""
+        if self._state not in (_PENDING, _RUNNING):
+            raise cf.InvalidStateError(f"{self._state}: {self!r}")
+        self._result, self._exception = result, exception
+        self._state = _FINISHED  # after the outcome: result() reads it without a lock
+        cond = self._cond
+        if cond is not None:
+            with cond:
+                for waiter in self._waiters:
+                    if exception is None:
+                        waiter.add_result(self)
+                    else:
+                        waiter.add_exception(self)
+                cond.notify_all()
+            self._invoke_callbacks()
+        return True
 
     def done(self) -> bool:
         # One read of the state (a hint, as every lock-free read of it here):

@@ -378,6 +378,44 @@ def test_waiters_that_arrive_before_or_as_the_reply_does_are_never_missed() -> N
         assert all(called.acquire(timeout=10) for _ in range(callbacks))
 
 
+@pytest.mark.parametrize("kind", ["wait", "as_completed", "callback"])
+def test_a_waiter_that_comes_while_the_handle_settles_is_told(kind: str) -> None:
+    # The race the test above can only hope to meet, made to happen: the
+    # settler found no condition (no waiter yet), then a waiter made one and
+    # began to wait, and only then did the settler store the outcome. Its
+    # second look at the condition must tell that waiter, once.
+    with connect_fake() as session:
+        call = session.submit_tool("sleep", {"ms": 60_000})
+        assert session._core.withdraw(call.request_id, "test") is not None  # no reply will settle it
+        outcome = mcp_sync.CallToolResult(content=(), structured_content=None, is_error=False)
+        told: list[object] = []
+        returned = threading.Event()
+
+        def wait() -> None:
+            if kind == "wait":
+                told.append(len(cf.wait([call], timeout=10).done))
+            elif kind == "as_completed":
+                told.extend(cf.as_completed([call], timeout=10))
+            else:
+                call.add_done_callback(told.append)
+            returned.set()
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        end = time.monotonic() + 10
+        while not (call._cond is not None and (call._waiters or call._done_callbacks)):
+            assert time.monotonic() < end, "the waiter did not start waiting"
+            time.sleep(0.001)
+        assert call._finished_unwatched(outcome, None)
+        waiter.join(10)
+        assert returned.is_set()
+        end = time.monotonic() + 10
+        while not told and time.monotonic() < end:  # a callback runs on the callback thread
+            time.sleep(0.001)
+        assert told == ([1] if kind == "wait" else [call])
+        assert call.result(0) is outcome
+
+
 # ------------------------------------------------------------------ map_tool
 
 
