@@ -133,12 +133,12 @@ class _Core:
         # modern era in every request's _meta. Only what the handlers serve.
         self.client_capabilities: Mapping[str, Any] = self.inbound.capabilities()
         self.server_capabilities: Mapping[str, Any] = freeze({})
-        # Guards _terminal and the terminal sweep of _pending, and makes
-        # each removal and its look at the entry's ``written`` one step
-        # (abandon, withdraw). Each entry is taken off by one atomic dict
-        # operation (pop, popitem), so exactly one thread ever holds it to
-        # complete it: a reply's pop on the read path needs no lock for that,
-        # nor do _enter and claim, which order their steps instead (see there).
+        # Guards _terminal and the terminal sweep of _pending; abandon and
+        # withdraw take it to remove an entry and read _terminal in one
+        # step. Each entry is taken off by one atomic dict operation (pop,
+        # popitem), so exactly one thread ever holds it to complete it: a
+        # reply's pop on the read path needs no lock for that, nor do _enter
+        # and claim, which order their steps instead (see there).
         self._lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._terminal: McpError | None = None
