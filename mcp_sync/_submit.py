@@ -145,18 +145,20 @@ class ToolCall(cf.Future[CallToolResult]):
         self._cond = cond
 
     def set_result(self, result: CallToolResult) -> None:
-        if self._cond is None and self._finished_unwatched(result, None):
-            return
-        super().set_result(result)
+        if self._cond is None:
+            self._finished_unwatched(result, None)
+        else:
+            super().set_result(result)
 
     def set_exception(self, exception: BaseException | None) -> None:
-        if self._cond is None and self._finished_unwatched(None, exception):
-            return
-        super().set_exception(exception)
+        if self._cond is None:
+            self._finished_unwatched(None, exception)
+        else:
+            super().set_exception(exception)
 
-    def _finished_unwatched(self, result: CallToolResult | None, exception: BaseException | None) -> bool:
+    def _finished_unwatched(self, result: CallToolResult | None, exception: BaseException | None) -> None:
         """Settle a handle that had no condition when its settler looked
-        (nobody waited on it); always True.
+        (nobody waited on it).
 
         No lock: the outcome and the state are stored, then the condition is
         looked for again. Whoever makes the condition (to wait on the handle,
@@ -177,7 +179,6 @@ class ToolCall(cf.Future[CallToolResult]):
                         waiter.add_exception(self)
                 cond.notify_all()
             self._invoke_callbacks()
-        return True
 
     def done(self) -> bool:
         # One read of the state (a hint, as every lock-free read of it here):
