@@ -330,20 +330,32 @@ class ListenStream:
 
     def _run(self) -> None:
         backoff = 0.0
+        failed = False  # the last open failed
         try:
             while True:
                 work = self._next()
                 if work is None:
                     return
-                generation, current, dropped, healthy = work
-                if not healthy:
+                generation, current, dropped, lived = work
+                # A stream that lasted HEALTHY starts the pause over, a
+                # shorter one doubles it, and so does a failed open. A
+                # success starts it over only when nothing failed on the way
+                # (a new filter, a first stream): after a quick drop or a
+                # failed open, it says nothing of how long the new stream
+                # will last.
+                if lived is True:
+                    backoff = 0.0
+                elif lived is False:
                     backoff = min(MAX_BACKOFF, max(0.05, backoff * 2))
                 if backoff and self._core.ended.wait(backoff):
                     return
                 if self._open(generation, current, resumed=dropped):
-                    backoff = backoff if not healthy else 0.0
+                    if lived is None and not failed:
+                        backoff = 0.0
+                    failed = False
                 else:
                     backoff = min(MAX_BACKOFF, max(0.05, backoff * 2))
+                    failed = True
         finally:
             with self._cond:
                 self._closed = True
@@ -352,11 +364,13 @@ class ListenStream:
                 if stream is not None and not stream.ended and stream.request_id is not None:
                     self._core.cancel_request(stream.request_id)
 
-    def _next(self) -> tuple[int, _Stream | None, bool, bool] | None:
+    def _next(self) -> tuple[int, _Stream | None, bool, bool | None] | None:
         """Wait for work: a stream to open (none yet, the last one ended, the
         filter changed, the lifetime is nearly up). ``None``: stop. Else the
         generation to serve, the stream to replace, whether the last one
-        dropped, and whether it lived long enough to count as healthy."""
+        dropped, and whether the stream that ended or is replaced lived
+        HEALTHY seconds (``None``: no stream ended or is replaced, or one
+        replaced sooner, for a new filter)."""
         with self._cond:
             while not self._stopped():
                 current = self._current
@@ -374,14 +388,16 @@ class ListenStream:
             current = self._current
             # A reopen that failed after a drop is tried again as a drop:
             # changes may have come and gone unseen meanwhile.
-            dropped, healthy = self._lost, True
+            dropped, lived = self._lost, None
             if current is not None and current.ended:
                 if self._dropped(current) is None:
                     return None
-                healthy = time.monotonic() - current.opened_at >= HEALTHY
+                lived = time.monotonic() - current.opened_at >= HEALTHY
                 self._current, current, dropped = None, None, True
                 self._lost = True
-            return self._generation, current, dropped, healthy
+            elif current is not None and time.monotonic() - current.opened_at >= HEALTHY:
+                lived = True  # replaced after a healthy life (its lifetime, or a new filter)
+            return self._generation, current, dropped, lived
 
     def _dropped(self, stream: _Stream) -> bool | None:
         """A stream ended (holding the lock). True: open it again; None: stop

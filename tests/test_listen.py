@@ -499,6 +499,23 @@ def test_a_server_that_drops_every_stream_cannot_make_the_session_spin(transport
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_reopen_that_fails_between_quick_drops_does_not_reset_the_backoff(transport: str) -> None:
+    # Every stream drops at once and every other request is refused: the
+    # success after a refusal must not start the pause over (it did, and the
+    # session reopened every 0.05-0.1 s for ever; the drops under load that
+    # an error overtaking its acknowledgment turns into failures did the same).
+    with fake(
+        transport, "modern", "--listen-drop", "100000", "--listen-refuse-every", "2", auto_refresh=True
+    ) as session:
+        stream = session._core.inbound.stream
+        assert stream is not None
+        time.sleep(1.5)
+        # Pauses of 0.05, 0.1, 0.2, 0.4, 0.8 s: six requests at most in 1.5 s.
+        assert stream.opened <= 8
+        assert session.call_tool("echo", {"message": "ok"}).content[0]["text"] == "ok"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_stream_is_replaced_before_its_lifetime_is_up(transport: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp_sync import _listen
 

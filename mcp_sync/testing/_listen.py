@@ -17,7 +17,8 @@ changes of each kind and N updates of each subscribed URI), ``--listen-long-uri`
 ``--listen-drop N`` (the first N streams end right after their
 acknowledgment: over stdio with an error reply, over HTTP without any),
 ``--listen-refuse-reopen N`` (the N requests after the first are refused
-with an error reply and no acknowledgment).
+with an error reply and no acknowledgment), ``--listen-refuse-every K``
+(every K-th request is refused so).
 """
 
 from __future__ import annotations
@@ -69,6 +70,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         default=0,
         metavar="N",
         help="answer the N listen requests after the first with an error, never acknowledged",
+    )
+    parser.add_argument(
+        "--listen-refuse-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="answer every K-th listen request with an error, never acknowledged",
     )
     parser.add_argument(
         "--instructions",
@@ -140,7 +148,8 @@ class ListenHub:
         with self.lock:
             self.opened += 1
             opened = self.opened
-            refused = 1 < opened <= 1 + opt.listen_refuse_reopen
+            every = opt.listen_refuse_every
+            refused = 1 < opened <= 1 + opt.listen_refuse_reopen or (every > 0 and opened % every == 0)
             if not refused:
                 self.streams[rid] = stream
         if refused:
