@@ -40,7 +40,7 @@ class _Pending:
     once.
     """
 
-    __slots__ = ("_done", "_settled", "error", "result", "written")
+    __slots__ = ("_done", "_settled", "error", "result", "told", "written")
 
     def __init__(self) -> None:
         self._done = threading.Lock()
@@ -48,9 +48,11 @@ class _Pending:
         self._settled = False
         self.result: Any = None
         self.error: BaseException | None = None
-        # Set under the table lock when the transport starts writing the
-        # frame; decides whether abandoning it needs a cancellation.
+        # Set when the transport starts writing the frame (the session's
+        # claim); decides whether abandoning it needs a cancellation, which
+        # the remover records in told, under the table lock.
         self.written = False
+        self.told = False
 
     def set_result(self, result: Any) -> None:
         self.result = result

@@ -134,11 +134,12 @@ class _Core:
         self.client_capabilities: Mapping[str, Any] = self.inbound.capabilities()
         self.server_capabilities: Mapping[str, Any] = freeze({})
         # Guards _terminal and the terminal sweep of _pending; abandon and
-        # withdraw take it to remove an entry and read _terminal in one
-        # step. Each entry is taken off by one atomic dict operation (pop,
-        # popitem), so exactly one thread ever holds it to complete it: a
-        # reply's pop on the read path needs no lock for that, nor do _enter
-        # and claim, which order their steps instead (see there).
+        # withdraw remove an entry and decide whether to tell the server
+        # under it (claim waits for that decision when it raced them). Each
+        # entry is taken off by one atomic dict operation (pop, popitem), so
+        # exactly one thread ever holds it to complete it: a reply's pop on
+        # the read path needs no lock for that, nor do _enter and claim's
+        # common path, which order their steps instead (see there).
         self._lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._terminal: McpError | None = None
@@ -262,17 +263,22 @@ class _Core:
         """The transport asks before writing a request frame: False means the
         caller gave up and the frame is skipped.
 
-        No lock: the entry is marked first, then looked for again. A thread
-        that takes it off (abandon, withdraw) reads the mark after the
-        removal, so it either saw no mark, and then this finds the entry gone
-        and the frame is skipped, or saw it, and tells the server (a
-        notification about a frame that, in the narrowest race, is then
-        skipped: servers ignore a cancellation of an unknown request)."""
-        entry = self._pending.get(request_id)
+        No lock on the way every frame goes: the entry is marked written,
+        then looked for again. Only if it was taken off in between does this
+        wait for the table lock, under which abandon and withdraw decide
+        whether to tell the server and record it in ``told``: the frame goes
+        exactly when the server is told it is given up, so the server never
+        hears of a request it was not sent, nor is sent one it is not told
+        of."""
+        pending = self._pending
+        entry = pending.get(request_id)
         if entry is None:
             return False
         entry.written = True
-        return request_id in self._pending
+        if request_id in pending:
+            return True
+        with self._lock:
+            return entry.told
 
     def waiting(self, request_id: int) -> bool:
         """Whether a caller still waits for this request's reply."""
@@ -375,10 +381,10 @@ class _Core:
         the end of the session) got there first."""
         with self._lock:
             entry = self._pending.pop(request_id, None)
-            terminal = self._terminal
-        if entry is None:
-            return False
-        if entry.written and cancellable and terminal is None:
+            if entry is None:
+                return False
+            told = entry.told = entry.written and cancellable and self._terminal is None
+        if told:
             self._cancel_notice(request_id, "timed out")
         return True
 
@@ -432,8 +438,10 @@ class _Core:
         first (a reply, the end of the session)."""
         with self._lock:
             entry = self._pending.pop(request_id, None)
-            terminal = self._terminal
-        if entry is not None and entry.written and terminal is None:
+            if entry is None:
+                return None
+            told = entry.told = entry.written and self._terminal is None
+        if told:
             self._cancel_notice(request_id, reason)
         return entry
 

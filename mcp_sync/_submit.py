@@ -345,6 +345,7 @@ class _Entry(_Pending):
         # Not _Pending.__init__: nobody waits on this entry (they wait on its
         # handle), so it needs neither the lock nor a place for an outcome.
         self.written = False
+        self.told = False
         self.call = call
 
     def set_result(self, result: Any) -> None:

@@ -350,32 +350,46 @@ def test_timed_out_call_sends_one_cancellation(tmp_path: Path) -> None:
 
 
 class _GivenUpAsMarked(_session._Pending):
-    """An entry whose caller gives up the moment the transport marks it
-    written: the race claim() settles without a lock."""
+    """An entry whose caller gives up just as the transport marks it written
+    (``before``: just before the mark lands, else just after): the race that
+    claim() settles without a lock on its common path."""
 
-    __slots__ = ("core", "request_id")
+    __slots__ = ("before", "core", "request_id")
 
     def __setattr__(self, name: str, value: object) -> None:
+        racing = name == "written" and value and hasattr(self, "core")
+        if racing and self.before:
+            assert self.core._abandon(self.request_id, True)
         object.__setattr__(self, name, value)
-        if name == "written" and value and hasattr(self, "core"):
+        if racing and not self.before:
             assert self.core._abandon(self.request_id, True)
 
 
-def test_claim_marks_the_entry_then_looks_again() -> None:
-    with connect_fake() as session:
+def test_claim_writes_a_frame_exactly_when_its_abandon_tells_the_server(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    with connect_fake("--log", str(log)) as session:
         core = session._core
         entry = _session._Pending()
         core._pending[1_000_001] = entry
         assert core.claim(1_000_001) and entry.written
-        assert core._abandon(1_000_001, False)
+        assert core._abandon(1_000_001, True) and entry.told  # written: the server is told
         assert not core.claim(1_000_001)  # given up before: the frame is skipped
+        # Given up between the look and the mark: the abandon saw no mark and
+        # told nobody, so the frame is skipped.
+        early = _GivenUpAsMarked()
+        early.before, early.core, early.request_id = True, core, 1_000_002
+        core._pending[1_000_002] = early
+        assert not core.claim(1_000_002) and not early.told
         # Given up between the mark and the second look: the abandon saw the
-        # mark (and told the server), and the frame is skipped all the same.
-        racing = _GivenUpAsMarked()
-        racing.core, racing.request_id = core, 1_000_002
-        core._pending[1_000_002] = racing
-        assert not core.claim(1_000_002)
-        assert 1_000_002 not in core._pending
+        # mark and told the server, so the frame goes too (the notice after it).
+        late = _GivenUpAsMarked()
+        late.before, late.core, late.request_id = False, core, 1_000_003
+        core._pending[1_000_003] = late
+        assert core.claim(1_000_003) and late.told
+        assert not core._pending.keys() & {1_000_001, 1_000_002, 1_000_003}
+        session.call_tool("echo", {"message": "sync point"})
+    told = {f["params"]["requestId"] for f in logged(log) if f.get("method") == "notifications/cancelled"}
+    assert told == {1_000_001, 1_000_003}
 
 
 def test_a_request_entered_as_the_session_ends_is_refused_and_not_kept() -> None:
