@@ -133,9 +133,9 @@ class _Core:
         # modern era in every request's _meta. Only what the handlers serve.
         self.client_capabilities: Mapping[str, Any] = self.inbound.capabilities()
         self.server_capabilities: Mapping[str, Any] = freeze({})
-        # Guards _terminal and the terminal sweep of _pending; abandon and
-        # withdraw remove an entry and decide whether to tell the server
-        # under it (claim waits for that decision when it raced them). Each
+        # Guards _terminal and the terminal sweep of _pending; withdraw
+        # (abandon's too) removes an entry and decides whether to tell the
+        # server under it (claim waits for that decision when it raced it). Each
         # entry is taken off by one atomic dict operation (pop, popitem), so
         # exactly one thread ever holds it to complete it: a reply's pop on
         # the read path needs no lock for that, nor do _enter and claim's
@@ -265,8 +265,8 @@ class _Core:
 
         No lock on the way every frame goes: the entry is marked written,
         then looked for again. Only if it was taken off in between does this
-        wait for the table lock, under which abandon and withdraw decide
-        whether to tell the server and record it in ``told``: the frame goes
+        wait for the table lock, under which withdraw (abandon's too)
+        decides whether to tell the server and records it in ``told``: the frame goes
         exactly when the server is told it is given up, so the server never
         hears of a request it was not sent, nor is sent one it is not told
         of."""
@@ -379,14 +379,7 @@ class _Core:
     def _abandon(self, request_id: int, cancellable: bool) -> bool:
         """Forget a request whose caller stopped waiting. False if a reply (or
         the end of the session) got there first."""
-        with self._lock:
-            entry = self._pending.pop(request_id, None)
-            if entry is None:
-                return False
-            told = entry.told = entry.written and cancellable and self._terminal is None
-        if told:
-            self._cancel_notice(request_id, "timed out")
-        return True
+        return self.withdraw(request_id, "timed out", cancellable) is not None
 
     def _cancel_notice(self, request_id: int, reason: str) -> None:
         """Tell the server a request it has read is abandoned, the era's way
@@ -431,16 +424,17 @@ class _Core:
             self._abandon(request_id, True)
             raise
 
-    def withdraw(self, request_id: int, reason: str) -> _Pending | None:
-        """Take a submitted request off the table (its deadline passed, or its
-        caller cancelled it) and tell the server if it was sent; the entry,
-        for the caller to complete, or ``None`` if another thread got there
-        first (a reply, the end of the session)."""
+    def withdraw(self, request_id: int, reason: str, cancellable: bool = True) -> _Pending | None:
+        """Take a request off the table (its deadline passed, or its caller
+        cancelled it or stopped waiting) and tell the server if it was sent
+        (and ``cancellable``); the entry, for the caller to complete, or
+        ``None`` if another thread got there first (a reply, the end of the
+        session)."""
         with self._lock:
             entry = self._pending.pop(request_id, None)
             if entry is None:
                 return None
-            told = entry.told = entry.written and self._terminal is None
+            told = entry.told = entry.written and cancellable and self._terminal is None
         if told:
             self._cancel_notice(request_id, reason)
         return entry
