@@ -16,7 +16,30 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ._transports._base import Outbound, Transport
 
-__all__ = ["Watch", "_Pending", "_Watched"]
+__all__ = ["Entry", "Watch", "_Pending", "_Watched"]
+
+
+class Entry(Protocol):
+    """What the request table holds for one request in flight.
+
+    Whichever thread takes it off the table (one atomic dict operation: the
+    reply's reader, the end of the session, a withdrawal) completes it, with
+    ``_arrived`` or ``_failed``, exactly once. ``_written`` is set when the
+    transport starts writing the frame (the session's claim) and decides
+    whether giving the request up needs a cancellation, which the remover
+    records in ``_told`` under the table lock. A caller's wait
+    (:class:`_Pending`) or a submitted call's handle (``ToolCall``, which is
+    its own entry: no object in between) is one.
+    """
+
+    _written: bool
+    _told: bool
+
+    def _arrived(self, result: Any) -> None: ...
+
+    def _failed(self, error: BaseException) -> None: ...
+
+    def done(self) -> bool: ...
 
 
 class _Pending:
@@ -40,7 +63,7 @@ class _Pending:
     once.
     """
 
-    __slots__ = ("_done", "_settled", "error", "result", "told", "written")
+    __slots__ = ("_done", "_settled", "_told", "_written", "error", "result")
 
     def __init__(self) -> None:
         self._done = threading.Lock()
@@ -48,18 +71,15 @@ class _Pending:
         self._settled = False
         self.result: Any = None
         self.error: BaseException | None = None
-        # Set when the transport starts writing the frame (the session's
-        # claim); decides whether abandoning it needs a cancellation, which
-        # the remover records in told, under the table lock.
-        self.written = False
-        self.told = False
+        self._written = False  # (see Entry)
+        self._told = False
 
-    def set_result(self, result: Any) -> None:
+    def _arrived(self, result: Any) -> None:
         self.result = result
         self._settled = True
         self._done.release()
 
-    def set_exception(self, error: BaseException) -> None:
+    def _failed(self, error: BaseException) -> None:
         self.error = error
         self._settled = True
         self._done.release()
@@ -130,12 +150,12 @@ class _Watched(_Pending):
         super().__init__()
         self.watch = watch
 
-    def set_result(self, result: Any) -> None:
-        super().set_result(result)
+    def _arrived(self, result: Any) -> None:
+        super()._arrived(result)
         self.watch.wake()
 
-    def set_exception(self, error: BaseException) -> None:
-        super().set_exception(error)
+    def _failed(self, error: BaseException) -> None:
+        super()._failed(error)
         self.watch.wake()
 
     def settle(self, transport: Transport, item: Outbound, timeout: float, deadline: float) -> bool:

@@ -40,7 +40,7 @@ from ._jsonrpc import TooManyValues, check_arguments, decode_line, encode, error
 from ._legacy import LegacyEra
 from ._legacy import initialize_params as _initialize_params
 from ._limits import Limits, request_budget, seconds
-from ._pending import Watch, _Pending, _Watched
+from ._pending import Entry, Watch, _Pending, _Watched
 from ._plan import ask, call_tool, plain_call
 from ._progress import ProgressCallback
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
@@ -141,7 +141,7 @@ class _Core:
         # the read path needs no lock for that, nor do _enter and claim's
         # common path, which order their steps instead (see there).
         self._lock = threading.Lock()
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[int, Entry] = {}
         self._terminal: McpError | None = None
         self._ids = itertools.count(1)
         self.catalog = Snapshot(())
@@ -216,7 +216,7 @@ class _Core:
         if first:
             self.ended.set()
             for entry in pending:
-                entry.set_exception(error._copy())
+                entry._failed(error._copy())
             self.ended_at = _log.ended(self, error)  # after the waiters are released
         if self.transport is not None:
             self.transport.shutdown(wait)
@@ -274,11 +274,11 @@ class _Core:
         entry = pending.get(request_id)
         if entry is None:
             return False
-        entry.written = True
+        entry._written = True
         if request_id in pending:
             return True
         with self._lock:
-            return entry.told
+            return entry._told
 
     def waiting(self, request_id: int) -> bool:
         """Whether a caller still waits for this request's reply."""
@@ -302,7 +302,7 @@ class _Core:
         with self._lock:
             entry = self._pending.pop(request_id, None)
         if entry is not None:
-            entry.set_exception(error)
+            entry._failed(error)
 
     def request(  # noqa: PLR0917
         self,
@@ -351,7 +351,7 @@ class _Core:
         request_id: int,
         method: str,
         params: dict[str, Any],
-        entry: _Pending,
+        entry: Entry,
         headers: Mapping[str, str] | None,
     ) -> Outbound:
         """Encode a request (its size and JSON checked), put ``entry`` in the
@@ -406,7 +406,7 @@ class _Core:
         self,
         method: str,
         params: dict[str, Any],
-        entry: _Pending,
+        entry: Entry,
         timeout: float,
         headers: Mapping[str, str] | None = None,
     ) -> tuple[int, bool]:
@@ -424,7 +424,7 @@ class _Core:
             self._abandon(request_id, True)
             raise
 
-    def withdraw(self, request_id: int, reason: str, cancellable: bool = True) -> _Pending | None:
+    def withdraw(self, request_id: int, reason: str, cancellable: bool = True) -> Entry | None:
         """Take a request off the table (its deadline passed, or its caller
         cancelled it or stopped waiting) and tell the server if it was sent
         (and ``cancellable``); the entry, for the caller to complete, or
@@ -434,7 +434,7 @@ class _Core:
             entry = self._pending.pop(request_id, None)
             if entry is None:
                 return None
-            told = entry.told = entry.written and cancellable and self._terminal is None
+            told = entry._told = entry._written and cancellable and self._terminal is None
         if told:
             self._cancel_notice(request_id, reason)
         return entry
@@ -510,7 +510,7 @@ class _Core:
                 # not go there). Anything else does. (An atomic pop: no lock.)
                 entry = self._pending.pop(request_id, None)
                 if entry is not None:
-                    entry.set_result(message["result"])
+                    entry._arrived(message["result"])
                 return
             self._dispatch(message)
         except TooManyValues as exc:
@@ -574,9 +574,9 @@ class _Core:
         if entry is None:
             return  # nobody waits for it (timed out, or never ours)
         if error is None:
-            entry.set_result(message["result"])
+            entry._arrived(message["result"])
         else:
-            entry.set_exception(
+            entry._failed(
                 remote_error(
                     f"server {self.server!r} answered with JSON-RPC error {error['code']}",
                     error["code"],

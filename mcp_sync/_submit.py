@@ -1,11 +1,11 @@
 """Calls that do not block a thread: ``Session.submit_tool`` and ``Session.map_tool``.
 
 A submitted call is a request in the session's request table like any other,
-but no thread waits for it: its table entry (:class:`_Entry`) completes a
-:class:`ToolCall`, a real ``concurrent.futures.Future``, in whichever thread
-takes the entry off the table (the thread reading the server's output, the
-end of the session, the deadline thread, a caller that cancels). Only that
-thread completes it, so a handle settles exactly once.
+but no thread waits for it: its handle, a :class:`ToolCall` (a real
+``concurrent.futures.Future``), is itself the table entry, settled in
+whichever thread takes it off the table (the thread reading the server's
+output, the end of the session, the deadline thread, a caller that cancels).
+Only that thread settles it, so a handle settles exactly once.
 
 Per session, once something was submitted (:class:`Calls`):
 
@@ -32,11 +32,13 @@ from __future__ import annotations
 import concurrent.futures as cf
 import heapq
 import logging
+import operator
 import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 from ._catalog import CallToolResult, Snapshot, Tool, parse_call_result
@@ -44,7 +46,6 @@ from ._errors import McpError, RemoteError, Timeout
 from ._jsonrpc import check_arguments
 from ._limits import request_budget, seconds
 from ._log import check_traceparent
-from ._pending import _Pending
 from ._plan import drive, rounds
 from ._validate import check_structured_output
 from ._versions import UNSUPPORTED_PROTOCOL_VERSION
@@ -69,6 +70,7 @@ LEAD_SLICE = 0.05
 """How long a thread reading for its own handle goes without looking at
 whether it was settled some other way (cancelled from another thread)."""
 _COMPACT_MIN = 1024
+_REQUEST_ID = operator.itemgetter(1)  # of a (deadline, request id) in the heap
 _PENDING = "PENDING"  # concurrent.futures' state of a future neither running nor settled
 _FINISHED = "FINISHED"  # ... and of one settled with a result or an error
 _RUNNING = "RUNNING"  # ... of one whose further rounds run on a rounds thread
@@ -105,6 +107,10 @@ class ToolCall(cf.Future[CallToolResult]):
     _exception: BaseException | None = None
     _waiters: Any = ()
     _done_callbacks: Any = ()
+    # As the request table's entry (see _pending.Entry): completed by
+    # _arrived or _failed; marked written by the transport's claim.
+    _written = False
+    _told = False
     request_id = 0
     """The JSON-RPC id of the call's request (0 until it is sent)."""
 
@@ -148,13 +154,13 @@ class ToolCall(cf.Future[CallToolResult]):
         if self._cond is None:
             self._finished_unwatched(result, None)
         else:
-            super().set_result(result)
+            cf.Future.set_result(self, result)
 
     def set_exception(self, exception: BaseException | None) -> None:
         if self._cond is None:
             self._finished_unwatched(None, exception)
         else:
-            super().set_exception(exception)
+            cf.Future.set_exception(self, exception)
 
     def _finished_unwatched(self, result: CallToolResult | None, exception: BaseException | None) -> None:
         """Settle a handle that had no condition when its settler looked
@@ -249,7 +255,7 @@ class ToolCall(cf.Future[CallToolResult]):
     # ------------------------------------------------------------ settling
 
     def _arrived(self, raw: Any) -> None:
-        """The reply's result, in the thread that took the entry off the table."""
+        """The reply's result, in the thread that took the call off the table."""
         core = self._calls.core
         era = core.era
         try:
@@ -302,8 +308,11 @@ class ToolCall(cf.Future[CallToolResult]):
         self._settle(outcome)
 
     def _settle(self, outcome: CallToolResult) -> None:
-        try:  # noqa: SIM105 - contextlib.suppress costs an object per call
-            self.set_result(outcome)
+        try:  # (set_result without its call: this runs once per reply)
+            if self._cond is None:
+                self._finished_unwatched(outcome, None)
+            else:
+                cf.Future.set_result(self, outcome)
         except cf.InvalidStateError:  # only if user code set it
             pass
 
@@ -334,28 +343,6 @@ def _run_callbacks(call: ToolCall, callbacks: list[Callable[[Any], object]]) -> 
                 "a done callback of a call of tool %a on server %r raised", call.tool, call._calls.core.server,
                 extra={"mcp_event": "callback_failed", "mcp_server": call._calls.core.server},
             )  # fmt: skip
-
-
-class _Entry(_Pending):
-    """A submitted call's entry in the request table: completing it settles its handle."""
-
-    __slots__ = ("call",)
-
-    def __init__(self, call: ToolCall) -> None:
-        # Not _Pending.__init__: nobody waits on this entry (they wait on its
-        # handle), so it needs neither the lock nor a place for an outcome.
-        self.written = False
-        self.told = False
-        self.call = call
-
-    def set_result(self, result: Any) -> None:
-        self.call._arrived(result)
-
-    def set_exception(self, error: BaseException) -> None:
-        self.call._failed(error)
-
-    def done(self) -> bool:
-        return self.call.done()
 
 
 class Calls:
@@ -390,8 +377,8 @@ class Calls:
             if len(heap) >= self._compact_at:
                 # Drop what has settled: the heap holds at most about twice
                 # the calls in flight, at a cost spread over the pushes.
-                waiting = self.core.table_has  # (a C method: no frame per item)
-                heap[:] = [item for item in heap if waiting(item[1])]
+                # (C all the way: no bytecode per item)
+                heap[:] = compress(heap, map(self.core.table_has, map(_REQUEST_ID, heap)))
                 heapq.heapify(heap)
                 self._compact_at = max(_COMPACT_MIN, 2 * len(heap))
             heapq.heappush(heap, (deadline, request_id))
@@ -423,9 +410,8 @@ class Calls:
 
     def expire(self, request_id: int) -> None:
         """The call's deadline has passed: withdraw it and fail its handle."""
-        entry = self.core.withdraw(request_id, "timed out")
-        if isinstance(entry, _Entry):
-            call = entry.call
+        call = self.core.withdraw(request_id, "timed out")
+        if isinstance(call, ToolCall):
             call._settle_error(Timeout(f"{call._describe()} missed its deadline"))
 
     def run_rounds(self, call: ToolCall, job: Callable[[], Any]) -> None:
@@ -504,7 +490,7 @@ def submit_tool(
     timeout = seconds(timeout_ms)
     deadline = time.monotonic() + timeout
     call = ToolCall(calls, tool, catalog, params, deadline, option, timeout_ms)
-    request_id, sent = core.submit("tools/call", framed, _Entry(call), timeout, headers)
+    request_id, sent = core.submit("tools/call", framed, call, timeout, headers)
     call.request_id = request_id
     if sent:
         calls.watch(request_id, deadline)

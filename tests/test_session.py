@@ -357,7 +357,7 @@ class _GivenUpAsMarked(_session._Pending):
     __slots__ = ("before", "core", "request_id")
 
     def __setattr__(self, name: str, value: object) -> None:
-        racing = name == "written" and value and hasattr(self, "core")
+        racing = name == "_written" and value and hasattr(self, "core")
         if racing and self.before:
             assert self.core._abandon(self.request_id, True)
         object.__setattr__(self, name, value)
@@ -371,21 +371,21 @@ def test_claim_writes_a_frame_exactly_when_its_abandon_tells_the_server(tmp_path
         core = session._core
         entry = _session._Pending()
         core._pending[1_000_001] = entry
-        assert core.claim(1_000_001) and entry.written
-        assert core._abandon(1_000_001, True) and entry.told  # written: the server is told
+        assert core.claim(1_000_001) and entry._written
+        assert core._abandon(1_000_001, True) and entry._told  # written: the server is told
         assert not core.claim(1_000_001)  # given up before: the frame is skipped
         # Given up between the look and the mark: the abandon saw no mark and
         # told nobody, so the frame is skipped.
         early = _GivenUpAsMarked()
         early.before, early.core, early.request_id = True, core, 1_000_002
         core._pending[1_000_002] = early
-        assert not core.claim(1_000_002) and not early.told
+        assert not core.claim(1_000_002) and not early._told
         # Given up between the mark and the second look: the abandon saw the
         # mark and told the server, so the frame goes too (the notice after it).
         late = _GivenUpAsMarked()
         late.before, late.core, late.request_id = False, core, 1_000_003
         core._pending[1_000_003] = late
-        assert core.claim(1_000_003) and late.told
+        assert core.claim(1_000_003) and late._told
         assert not core._pending.keys() & {1_000_001, 1_000_002, 1_000_003}
         session.call_tool("echo", {"message": "sync point"})
     told = {f["params"]["requestId"] for f in logged(log) if f.get("method") == "notifications/cancelled"}

@@ -77,7 +77,7 @@ def test_the_main_threads_frames_still_leave_while_others_hold_stdin() -> None:
 
 def test_a_blocked_waiter_is_woken_by_another_thread() -> None:
     entry = _pending._Pending()
-    threading.Timer(0.05, entry.set_result, args=("answer",)).start()
+    threading.Timer(0.05, entry._arrived, args=("answer",)).start()
     started = time.monotonic()
     assert entry.wait(10.0)
     assert time.monotonic() - started < 5.0
@@ -92,7 +92,7 @@ def test_several_threads_may_wait_on_one_entry() -> None:
     for thread in threads:
         thread.start()
     time.sleep(0.1)  # let them block (a test's pacing, not synchronisation in the library)
-    entry.set_result("all")
+    entry._arrived("all")
     for thread in threads:
         thread.join(30)
     assert woken == [True] * 4
@@ -104,7 +104,7 @@ def test_a_wait_that_timed_out_leaves_the_entry_usable() -> None:
     started = time.monotonic()
     assert not entry.wait(0.2)  # nobody completes it: a timeout, not a false result
     assert time.monotonic() - started >= 0.15
-    entry.set_exception(ValueError("boom"))
+    entry._failed(ValueError("boom"))
     assert entry.wait(0.0) and entry.wait(5.0)  # the lock was given back for the next wait
     with pytest.raises(ValueError, match="boom"):
         entry.outcome()
@@ -116,7 +116,7 @@ def test_waiting_opens_no_descriptor() -> None:
 
     def waits() -> None:
         entry = _pending._Pending()
-        threading.Timer(0.02, entry.set_result, args=(1,)).start()
+        threading.Timer(0.02, entry._arrived, args=(1,)).start()
         assert entry.wait(10.0)
 
     threads = [threading.Thread(target=waits) for _ in range(20)]
@@ -134,7 +134,7 @@ def test_a_forked_child_waits_on_its_own_entries() -> None:
     if child == 0:  # pragma: no cover - runs in the child
         try:
             entry = _pending._Pending()
-            threading.Timer(0.02, entry.set_result, args=(1,)).start()
+            threading.Timer(0.02, entry._arrived, args=(1,)).start()
             os.write(write_end, b"ok" if entry.wait(10.0) and entry.outcome() == 1 else b"stuck")
         finally:
             os._exit(0)
@@ -144,7 +144,7 @@ def test_a_forked_child_waits_on_its_own_entries() -> None:
     os.waitpid(child, 0)
     assert report == b"ok"
     entry = _pending._Pending()
-    threading.Timer(0.02, entry.set_result, args=(2,)).start()
+    threading.Timer(0.02, entry._arrived, args=(2,)).start()
     assert entry.wait(10.0) and entry.outcome() == 2
 
 

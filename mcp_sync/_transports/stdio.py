@@ -502,7 +502,9 @@ class StdioTransport:
     # ----------------------------------------------------------- outbound
 
     def send(self, item: Outbound, timeout: float) -> bool:
-        return self._send(item.frame, item.request_id, timeout)
+        # (_send's line, not a call to it: this runs once per request)
+        stdin, frame, request_id = self._stdin, item.frame, item.request_id
+        return stdin.try_direct(frame, request_id) or stdin.put(frame, request_id, timeout)
 
     def _send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
         stdin = self._stdin
