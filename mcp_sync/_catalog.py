@@ -103,21 +103,28 @@ def freeze(value: Any) -> Any:
 def freeze_decoded(value: Any) -> Any:
     """:func:`freeze` for JSON just decoded, which nothing else holds: its
     dicts are wrapped in place (no copy), its lists become tuples."""
+    # (Plain loops: for the few values of a content block they cost less
+    # than a C-level pass such as issuperset(map(type, ...)), and than enumerate.)
     atoms = _ATOMS
     kind = type(value)
     if kind is dict:
-        # An object of atoms only (most content blocks) is seen in one C-level pass.
-        if not atoms.issuperset(map(type, value.values())):
-            for k, v in value.items():  # (replacing a value does not resize the dict)
-                if type(v) not in atoms:
-                    value[k] = freeze_decoded(v)
+        for k, v in value.items():  # (replacing a value does not resize the dict)
+            if type(v) not in atoms:
+                value[k] = freeze_decoded(v)
         return MappingProxyType(value)
     if kind is list:
-        for i, v in enumerate(value):
-            if type(v) is dict and atoms.issuperset(map(type, v.values())):
-                value[i] = MappingProxyType(v)  # the common content block, without a call
+        i = 0
+        for v in value:
+            if type(v) is dict:
+                for item in v.values():
+                    if type(item) not in atoms:
+                        value[i] = freeze_decoded(v)
+                        break
+                else:
+                    value[i] = MappingProxyType(v)  # the common content block, without a call
             elif type(v) not in atoms:
                 value[i] = freeze_decoded(v)
+            i += 1  # noqa: SIM113 - enumerate costs an object per call
         return tuple(value)
     return value
 

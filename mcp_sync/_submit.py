@@ -260,10 +260,7 @@ class ToolCall(cf.Future[CallToolResult]):
         era = core.era
         try:
             if era.input_rounds and era.result_kind(raw, "tools/call") == _INPUT_REQUIRED:
-                params, deadline, describe = self._params, self._deadline, self._describe
-                self._calls.run_rounds(
-                    self, lambda: rounds(core, "tools/call", params, deadline, describe, raw)
-                )
+                self._calls.run_rounds(self, self._answer_rounds(raw))
                 return
             outcome = self._parse(raw)
         except McpError as exc:
@@ -273,6 +270,12 @@ class ToolCall(cf.Future[CallToolResult]):
             self._settle_error(exc)
             return
         self._settle(outcome)
+
+    def _answer_rounds(self, raw: Any) -> Callable[[], Any]:
+        # (Its own function: a lambda in _arrived would make a cell for each
+        # name it closes over on every reply.)
+        core, params, deadline, describe = self._calls.core, self._params, self._deadline, self._describe
+        return lambda: rounds(core, "tools/call", params, deadline, describe, raw)
 
     def _failed(self, error: BaseException) -> None:
         core = self._calls.core
@@ -366,6 +369,10 @@ class Calls:
         self._compact_at = _COMPACT_MIN
         self._thread: threading.Thread | None = None
         self._closed = False
+        # A call's budget when it names none: the session's (ms, the option's
+        # name for messages, seconds), worked out once.
+        budget, option = request_budget(core.limits, None)
+        self.default_budget = (budget, option, seconds(budget))
 
     def watch(self, request_id: int, deadline: float) -> None:
         """Fail the call ``request_id`` with :class:`Timeout` at ``deadline``
@@ -473,7 +480,11 @@ def submit_tool(
 
         raise _not_in_catalog(name, core.server)
     limits = core.limits
-    timeout_ms, option = request_budget(limits, timeout_ms)
+    if timeout_ms is None:
+        timeout_ms, option, timeout = calls.default_budget
+    else:
+        timeout_ms, option = request_budget(limits, timeout_ms)
+        timeout = seconds(timeout_ms)
     args: Any = {} if arguments is None else arguments
     check_arguments(args, limits.max_outbound_frame_bytes)
     era = core.era
@@ -486,8 +497,8 @@ def submit_tool(
     params: dict[str, Any] = {"name": name, "arguments": args}
     if traceparent is not None:
         params["_meta"] = {"traceparent": check_traceparent(traceparent)}
-    framed, headers = era.frame("tools/call", params)
-    timeout = seconds(timeout_ms)
+    # (Plain JSON-RPC sends the params as they are, without era.frame's call.)
+    framed, headers = (params, None) if era.plain_requests else era.frame("tools/call", params)
     deadline = time.monotonic() + timeout
     call = ToolCall(calls, tool, catalog, params, deadline, option, timeout_ms)
     request_id, sent = core.submit("tools/call", framed, call, timeout, headers)
