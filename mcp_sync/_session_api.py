@@ -211,16 +211,9 @@ class Session:
             return validate_result(plain, result_type, name, adapter)
         core = self._core
         if _log.CALLS.isEnabledFor(_log.DEBUG):
-            return _log.logged_call(
-                core.server,
-                lambda: core.call_tool(
-                    name, arguments, timeout_ms, traceparent, on_progress=on_progress,
-                    progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
-                    task=task, meta=meta,
-                ),
-                name,
-                timeout_ms,
-                traceparent,
+            return self._logged_call(
+                name, arguments, timeout_ms, traceparent, on_progress, progress_extends_deadline,
+                max_timeout_ms, task, meta,
             )  # fmt: skip
         if on_progress is None and not progress_extends_deadline and max_timeout_ms is None and task is None:
             # The plain call (the options' defaults), without passing them on.
@@ -229,6 +222,34 @@ class Session:
             name, arguments, timeout_ms, traceparent, on_progress=on_progress,
             progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
             task=task, meta=meta,
+        )  # fmt: skip
+
+    def _logged_call(  # noqa: PLR0917
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        timeout_ms: int | None,
+        traceparent: str | None,
+        on_progress: ProgressCallback | None,
+        progress_extends_deadline: bool,
+        max_timeout_ms: int | None,
+        task: bool | None,
+        meta: Mapping[str, Any] | None,
+    ) -> CallToolResult:
+        # call_tool with mcp_sync.calls' DEBUG records. (A method of its own:
+        # in call_tool, the lambda would make a cell for each name it closes
+        # over on every call, logged or not.)
+        core = self._core
+        return _log.logged_call(
+            core.server,
+            lambda: core.call_tool(
+                name, arguments, timeout_ms, traceparent, on_progress=on_progress,
+                progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
+                task=task, meta=meta,
+            ),
+            name,
+            timeout_ms,
+            traceparent,
         )  # fmt: skip
 
     def submit_tool(

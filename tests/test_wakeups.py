@@ -177,13 +177,15 @@ def test_a_lone_caller_rarely_reads_an_empty_stdout(monkeypatch: pytest.MonkeyPa
 
 
 class _CountingPoll:
-    def __init__(self, poller: Any) -> None:
-        self.poller = poller
+    """Stands in for a leader's poll (the transport keeps the bound ``poll``)."""
+
+    def __init__(self, poll: Any) -> None:
+        self.real = poll
         self.calls = 0
 
-    def poll(self, timeout: int) -> Any:
+    def __call__(self, timeout: int) -> Any:
         self.calls += 1
-        return self.poller.poll(timeout)
+        return self.real(timeout)
 
 
 def test_a_reply_already_waiting_is_read_without_a_poll(monkeypatch: pytest.MonkeyPatch) -> None:

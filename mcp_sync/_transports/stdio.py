@@ -420,7 +420,10 @@ class StdioTransport:
         # _resync, _skipping, _stdout_state) and dispatch. The reader thread waits for
         # it; a caller only tries it (``lead``), and teardown waits for it at
         # most THREAD_JOIN before closing the descriptors.
-        self._rlock: Any = threading.RLock()  # (Any: _is_owned is not typed)
+        rlock: Any = threading.RLock()  # (Any: _is_owned is not typed)
+        self._rlock = rlock
+        # Bound once: a bound C method made per call costs an object.
+        self._holding: Callable[[], bool] = rlock._is_owned
         self._partial: list[bytes] = []
         self._held = 0
         self._chunk: bytes | None = None
@@ -469,9 +472,10 @@ class StdioTransport:
             self._epoll.register(self._stdout_fd, select.EPOLLIN)
             self._epoll.register(self._wake_r, select.EPOLLIN)
             self._epoll.register(self._stop_r, select.EPOLLIN)
-            self._lead_poll = select.poll()
-            self._lead_poll.register(self._stdout_fd, select.POLLIN)
-            self._lead_poll.register(self._stop_r, select.POLLIN)
+            lead_poll = select.poll()
+            lead_poll.register(self._stdout_fd, select.POLLIN)
+            lead_poll.register(self._stop_r, select.POLLIN)
+            self._lead_poll = lead_poll.poll
         self._threads = [
             threading.Thread(target=target, name=f"{self._name}-{role}", daemon=True)
             for role, target in (
@@ -573,7 +577,7 @@ class StdioTransport:
         woken) would otherwise wake the reader thread with the reply.
         """
         frame, request_id = item.frame, item.request_id
-        owned = self._rlock._is_owned  # (a C method: this runs once per call)
+        owned = self._holding
         # A thread that already holds the token is a callback calling from
         # inside a dispatch: it never reads (nor gives back) for itself.
         if not owned():
@@ -598,7 +602,7 @@ class StdioTransport:
         the caller will be back soon for more (one thread with many calls in
         flight): stdout stays out of the reader thread's hands for LEASE s
         even while other requests wait."""
-        owned = self._rlock._is_owned
+        owned = self._holding
         if owned():
             return
         try:
@@ -704,7 +708,7 @@ class StdioTransport:
     def _read_until(self, done: Callable[[], bool], deadline: float) -> None:
         # Holding the read token, with stdout disarmed in the reader's epoll.
         fd = self._stdout_fd
-        poll = self._lead_poll.poll
+        poll = self._lead_poll
         # Read before polling when the last leader that tried found its
         # reply already waiting: the server ran on this CPU while we wrote (a
         # busy or one-CPU machine), and the read saves the poll. Where the
