@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ._catalog import CallToolResult, Tool, parse_call_result
@@ -113,6 +114,11 @@ def ask(core: EraCore, method: str, params: dict[str, Any], timeout: float, desc
     return drive(core, method, params, time.monotonic() + timeout, describe)
 
 
+def _tool_call(name: str, server: str, option: str, timeout_ms: int) -> str:
+    """A plain call, for a timeout's message (built only then)."""
+    return f"tool {name!a} on server {server!r} ({option}={timeout_ms})"
+
+
 def plain_call(  # noqa: PLR0917
     core: EraCore, name: str, arguments: Any, timeout_ms: int, option: str, meta: dict[str, Any]
 ) -> CallToolResult:
@@ -131,9 +137,8 @@ def plain_call(  # noqa: PLR0917
     if meta:
         params["_meta"] = meta
 
-    def plain() -> str:  # built only for a timeout's message
-        return f"tool {name!a} on server {core.server!r} ({option}={timeout_ms})"
-
+    # A partial, not a closure: its cells and function object cost more, per call.
+    plain = partial(_tool_call, name, core.server, option, timeout_ms)
     era = core.era
     if era.plain_requests:
         result = core.request("tools/call", params, seconds(timeout_ms), plain)
