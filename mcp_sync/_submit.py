@@ -311,11 +311,8 @@ class ToolCall(cf.Future[CallToolResult]):
         self._settle(outcome)
 
     def _settle(self, outcome: CallToolResult) -> None:
-        try:  # (set_result without its call: this runs once per reply)
-            if self._cond is None:
-                self._finished_unwatched(outcome, None)
-            else:
-                cf.Future.set_result(self, outcome)
+        try:  # noqa: SIM105 - contextlib.suppress costs an object per call
+            self.set_result(outcome)
         except cf.InvalidStateError:  # only if user code set it
             pass
 
