@@ -266,7 +266,7 @@ class _Core:
         No lock on the way every frame goes: the entry is marked written,
         then looked for again. Only if it was taken off in between does this
         wait for the table lock, under which withdraw (abandon's too)
-        decides whether to tell the server and records it in ``told``: the frame goes
+        decides whether to tell the server and records it in ``_told``: the frame goes
         exactly when the server is told it is given up, so the server never
         hears of a request it was not sent, nor is sent one it is not told
         of."""
