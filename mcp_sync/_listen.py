@@ -219,6 +219,11 @@ class _Stream:
         """Never called: a listen request is not retried with input."""
 
 
+def _doubled(backoff: float) -> float:
+    """The pause before the next open after a short life or a failed open."""
+    return min(MAX_BACKOFF, max(0.05, backoff * 2))
+
+
 class ListenStream:
     """The 2026-07-28 ``subscriptions/listen`` stream of one session."""
 
@@ -346,7 +351,7 @@ class ListenStream:
                 if lived is True:
                     backoff = 0.0
                 elif lived is False:
-                    backoff = min(MAX_BACKOFF, max(0.05, backoff * 2))
+                    backoff = _doubled(backoff)
                 if backoff and self._core.ended.wait(backoff):
                     return
                 if self._open(generation, current, resumed=dropped):
@@ -354,7 +359,7 @@ class ListenStream:
                         backoff = 0.0
                     failed = False
                 else:
-                    backoff = min(MAX_BACKOFF, max(0.05, backoff * 2))
+                    backoff = _doubled(backoff)
                     failed = True
         finally:
             with self._cond:
