@@ -707,22 +707,22 @@ def test_an_interrupt_just_after_the_direct_write_still_cancels(
     # The caller writes its own small frame; a KeyboardInterrupt lands the
     # moment write(2) returns, before anything else runs. The server has the
     # request, so abandoning it must still send notifications/cancelled.
-    from mcp_sync._transports import stdio as _stdio
-
     log = tmp_path / "server.log"
-    real_write = os.write
     armed = True
 
-    def write(fd: int, data: bytes) -> int:
-        nonlocal armed
-        written = real_write(fd, data)
-        if armed and b'"tools/call"' in bytes(data):
-            armed = False
-            raise KeyboardInterrupt
-        return written
-
     with connect_fake("--log", str(log)) as session:
-        monkeypatch.setattr(_stdio.os, "write", write)
+        stdin = session._core.transport._stdin  # type: ignore[union-attr]
+        real_write = stdin._write
+
+        def write(fd: int, data: bytes, size: int) -> int:
+            nonlocal armed
+            written = real_write(fd, data, size)
+            if armed and b'"tools/call"' in data:
+                armed = False
+                raise KeyboardInterrupt
+            return written
+
+        monkeypatch.setattr(stdin, "_write", write)
         with pytest.raises(KeyboardInterrupt):
             session.call_tool("sleep", {"ms": 30_000}, timeout_ms=20_000)
         monkeypatch.undo()

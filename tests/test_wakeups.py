@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -25,16 +26,22 @@ def test_frames_queued_while_stdin_is_busy_leave_with_its_holder(monkeypatch: py
     from mcp_sync._transports import stdio as _stdio
 
     with connect_fake() as session:
-        stdin_fd = session._core.transport._stdin._fd  # type: ignore[union-attr]
+        stdin = session._core.transport._stdin  # type: ignore[union-attr]
+        stdin_fd = stdin._fd
         writers: list[str] = []
-        real_write = os.write
+        real_write, callers_write = os.write, stdin._write
 
-        def write(fd: int, data: Any) -> int:
+        def write(fd: int, data: Any) -> int:  # the writer thread's
             if fd == stdin_fd:
                 writers.append(threading.current_thread().name)
             return real_write(fd, data)
 
+        def direct(fd: int, data: bytes, size: int) -> int:  # a caller's
+            writers.append(threading.current_thread().name)
+            return callers_write(fd, data, size)
+
         monkeypatch.setattr(_stdio.os, "write", write)
+        monkeypatch.setattr(stdin, "_write", direct)
         answers: list[str] = []
 
         def caller(index: int) -> None:
@@ -157,11 +164,14 @@ def test_a_lone_caller_rarely_reads_an_empty_stdout(monkeypatch: pytest.MonkeyPa
 
     calls = 340
     with connect_fake() as session:
-        stdout_fd = session._core.transport._stdout_fd  # type: ignore[union-attr]
+        transport = session._core.transport
+        stdout_fd = transport._stdout_fd  # type: ignore[union-attr]
         empty: list[int] = []
-        real_read = os.read
+        reads: list[int] = []
+        real_read = transport._read  # type: ignore[union-attr]
 
         def read(fd: int, size: int) -> bytes:
+            reads.append(fd)
             try:
                 return real_read(fd, size)
             except BlockingIOError:
@@ -169,10 +179,11 @@ def test_a_lone_caller_rarely_reads_an_empty_stdout(monkeypatch: pytest.MonkeyPa
                     empty.append(fd)
                 raise
 
-        monkeypatch.setattr(_stdio.os, "read", read)
+        monkeypatch.setattr(transport, "_read", read)
         for n in range(calls):
             assert session.call_tool("echo", {"message": str(n)}).content[0]["text"] == str(n)
         monkeypatch.undo()
+    assert len(reads) >= calls  # (the reads went through the stand-in)
     assert len(empty) <= calls // (_stdio._PEEK_AFTER_MISS + 1) + 1
 
 
@@ -203,17 +214,17 @@ def test_a_reply_already_waiting_is_read_without_a_poll(monkeypatch: pytest.Monk
         stdin_fd = transport._stdin._fd  # type: ignore[union-attr]
         counting = _CountingPoll(transport._lead_poll)  # type: ignore[union-attr]
         monkeypatch.setattr(transport, "_lead_poll", counting)
-        real_write = os.write
+        real_write = transport._stdin._write  # type: ignore[union-attr]
         ready = select.poll()
         ready.register(stdout_fd, select.POLLIN)
 
-        def write(fd: int, data: Any) -> int:
-            written = real_write(fd, data)
+        def write(fd: int, data: bytes, size: int) -> int:
+            written = real_write(fd, data, size)
             if fd == stdin_fd:
                 assert ready.poll(10_000), "the fake server did not answer within 10 s"
             return written
 
-        monkeypatch.setattr(_stdio.os, "write", write)
+        monkeypatch.setattr(transport._stdin, "_write", write)  # type: ignore[union-attr]
         settle = _stdio._PEEK_AFTER_MISS + 1
         for n in range(settle + 50):
             if n == settle:
@@ -252,3 +263,59 @@ def test_a_lone_callers_calls_leave_stdout_disarmed_between_them() -> None:
         # Without the lease: two per call (disarm, re-arm). A lease that ran
         # out between two calls (a descheduled caller) costs two more.
         assert counting.modified < 200
+
+
+def test_the_gil_keeping_pipe_io_behaves_as_os_reads_and_writes() -> None:
+    from mcp_sync._transports import _fdio
+
+    write, read = _fdio.held_write(), _fdio.held_reader(64)
+    if sys.platform.startswith("linux"):  # libc's, through ctypes
+        assert write is not _fdio.plain_write and read is not os.read
+    r, w = os.pipe()
+    try:
+        os.set_blocking(r, False)
+        os.set_blocking(w, False)
+        with pytest.raises(BlockingIOError):
+            read(r, 64)  # empty: as os.read says
+        assert write(w, b"hello\n", 6) == 6
+        assert read(r, 64) == b"hello\n"
+        assert write(w, b"x" * 100, 100) == 100
+        assert read(r, 1000) == b"x" * 64  # never more than its buffer
+        assert read(r, 10) == b"x" * 10
+        assert read(r, 64) == b"x" * 26
+        block = b"y" * 4096
+        while write(w, block, len(block)) > 0:
+            pass  # until full: then nothing is written, and it says so
+        assert write(w, block, len(block)) < 0
+        os.close(r)
+        r = -1
+        assert write(w, b"z\n", 2) < 0  # broken (Python ignores SIGPIPE)
+    finally:
+        for fd in (r, w):
+            if fd >= 0:
+                os.close(fd)
+    r, w = os.pipe()
+    os.close(w)
+    try:
+        os.set_blocking(r, False)
+        assert read(r, 64) == b""  # the end
+    finally:
+        os.close(r)
+
+
+def test_without_ctypes_the_os_functions_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_sync._transports import _fdio
+
+    monkeypatch.setattr(_fdio, "_libc", False)
+    assert _fdio.held_write() is _fdio.plain_write
+    assert _fdio.held_reader(64) is os.read
+    r, w = os.pipe()
+    try:
+        os.set_blocking(w, False)
+        assert _fdio.plain_write(w, b"ok", 2) == 2
+        while _fdio.plain_write(w, b"y" * 4096, 4096) > 0:
+            pass
+        assert _fdio.plain_write(w, b"y", 1) < 0
+    finally:
+        os.close(r)
+        os.close(w)

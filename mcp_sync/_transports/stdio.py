@@ -44,6 +44,7 @@ from .._jsonrpc import decode_line
 from .._limits import Limits, reply_not_queued, seconds
 from .._redact import StderrTail
 from ._base import Leader, Outbound, ShutdownOnce, Sink
+from ._fdio import Read, Write, held_reader, held_write, plain_write
 from ._oversize import Oversized, frame_too_long, reply_too_long
 from ._process import ENV_ALLOWLIST, ServerProcess, child_environment, drain_stderr
 
@@ -144,6 +145,7 @@ class _Stdin:
         self._kick.acquire()
         self._open = True
         self.direct = False
+        self._write: Write = plain_write  # callers' writes (see attach)
         self._fd = -1
         self._stream: Any = None
         self._main = threading.main_thread().ident
@@ -155,6 +157,8 @@ class _Stdin:
             with contextlib.suppress(OSError):
                 os.set_blocking(self._fd, False)
                 self.direct = True
+                # Callers' writes never block now: they keep the GIL (_fdio).
+                self._write = held_write()
 
     def put(self, frame: bytes, request_id: int | None, timeout: float | None) -> bool:
         """Queue a frame, waiting up to ``timeout`` s for room (None: not at
@@ -231,9 +235,8 @@ class _Stdin:
         frames = [frame for request_id, frame in batch if request_id is None or claim(request_id)]
         if not frames:
             return False
-        try:
-            os.write(self._fd, frames[0] if len(frames) == 1 else b"".join(frames))
-        except OSError:
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        if self._write(self._fd, data, len(data)) < 0:
             # Full (or broken, which the writer thread meets and reports): the
             # frames go back in front, in order, for the writer thread.
             with outbound.mutex:
@@ -261,12 +264,8 @@ class _Stdin:
             # fails, the frame goes through the queue and is sent anyway.)
             if request_id is not None and not self._claim(request_id):
                 return False  # abandoned (or ended): the writer skips it too
-            try:
-                os.write(self._fd, frame)
-            except OSError:
-                # Full, or broken: the writer thread meets and reports the latter.
-                return False
-            return True
+            # Full, or broken (< 0): the writer thread meets and reports the latter.
+            return self._write(self._fd, frame, len(frame)) >= 0
         finally:
             if lock._is_owned():
                 lock.release()
@@ -464,8 +463,11 @@ class StdioTransport:
         # Written once when the session ends and never drained: the reader,
         # the stderr thread and a leader polling for a reply all leave at once.
         self._stop_r, self._stop_w = os.pipe()
+        # The token's holder reads stdout; a blocking read must let go of the GIL.
+        self._read: Read = os.read
         if hasattr(select, "epoll") and hasattr(select, "poll"):
             os.set_blocking(self._stdout_fd, False)
+            self._read = held_reader(_READ_SIZE)  # never blocks now: keeps the GIL (_fdio)
             self._wake_r, self._wake_w = os.pipe()
             os.set_blocking(self._wake_r, False)
             self._epoll = select.epoll()
@@ -771,7 +773,7 @@ class StdioTransport:
         if chunk is None:
             self._reading = True
             try:
-                chunk = os.read(self._stdout_fd, _READ_SIZE)
+                chunk = self._read(self._stdout_fd, _READ_SIZE)
             except BlockingIOError:
                 self._reading = False
                 self._empty = True

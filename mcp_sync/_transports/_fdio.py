@@ -1,0 +1,95 @@
+"""Reads and writes on non-blocking pipes that keep the GIL.
+
+``os.read`` and ``os.write`` let go of the GIL around the system call, as
+every call that may block must. On a non-blocking pipe they never block,
+though, and letting go then only hands the GIL to another thread that waits
+for it (with many callers there nearly always is one): the caller sleeps
+until the GIL comes back, one more context switch, often across CPUs. libc's
+``read`` and ``write`` called through :class:`ctypes.PyDLL` keep the GIL for
+those microseconds. With 16 threads calling over stdio this took about 0.6
+of 3.6 voluntary context switches per call away; alone, each call costs
+0.15-0.25 us more than its ``os`` twin.
+
+Loaded on first use (ctypes takes about 2 ms to import); where ctypes or
+libc is missing (Windows, say), the ``os`` functions stand in.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Read", "Write", "held_reader", "held_write", "plain_write"]
+
+Write = Callable[[int, bytes, int], int]
+"""``write(fd, data, len(data))``: bytes written, or a negative number when
+nothing was (full, interrupted, broken: the caller's slower path finds out
+which). ``data`` must be ``bytes``, fewer than 2**31 of them."""
+
+Read = Callable[[int, int], bytes]
+"""``os.read``'s shape, for a non-blocking fd."""
+
+_lock = threading.Lock()  # guards the one-time load of _libc
+_libc: Any = None  # ctypes' handle on libc (False: none to be had)
+
+
+def plain_write(fd: int, data: bytes, size: int) -> int:
+    try:
+        return os.write(fd, data)
+    except OSError:
+        return -1
+
+
+def _load() -> Any:
+    global _libc
+    if _libc is None:
+        with _lock:
+            if _libc is None:
+                libc: Any
+                try:
+                    import ctypes
+
+                    libc = ctypes.PyDLL(None)
+                    # No argtypes: converting through them costs more than
+                    # the call. Arguments go as C int, char * (bytes or a
+                    # buffer) and int; the ABIs this runs on widen an int
+                    # argument to the register a size_t is read from.
+                    libc.read.restype = libc.write.restype = ctypes.c_ssize_t
+                except (ImportError, OSError, AttributeError, TypeError):  # (Windows: TypeError)
+                    libc = False
+                _libc = libc
+    return _libc
+
+
+def held_write() -> Write:
+    """The GIL-keeping write, or ``plain_write`` where there is none."""
+    libc = _load()
+    write: Write = plain_write if libc is False else libc.write
+    return write
+
+
+def held_reader(size: int) -> Read:
+    """A GIL-keeping ``os.read`` for reads of at most ``size`` bytes, with a
+    buffer of its own: one thread at a time may use it (the caller's lock
+    says which)."""
+    libc = _load()
+    if libc is False:
+        return os.read
+    import ctypes
+
+    space = bytearray(size)
+    view = memoryview(space)
+    target = (ctypes.c_char * size).from_buffer(space)
+    read = libc.read
+
+    def held_read(fd: int, count: int) -> bytes:
+        got: int = read(fd, target, count if count < size else size)
+        if got < 0:
+            # Why (empty: BlockingIOError, or broken)? os.read raises that,
+            # or returns what came in the meantime.
+            return os.read(fd, count)
+        return view[:got].tobytes()
+
+    return held_read
