@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -265,7 +266,7 @@ def test_a_lone_callers_calls_leave_stdout_disarmed_between_them() -> None:
         assert counting.modified < 200
 
 
-def test_the_gil_keeping_pipe_io_behaves_as_os_reads_and_writes() -> None:
+def test_the_gil_keeping_pipe_io_behaves_as_os_reads_and_writes(tmp_path: Path) -> None:
     from mcp_sync._transports import _fdio
 
     write, read = _fdio.held_write(), _fdio.held_reader(64)
@@ -301,6 +302,12 @@ def test_the_gil_keeping_pipe_io_behaves_as_os_reads_and_writes() -> None:
         assert read(r, 64) == b""  # the end
     finally:
         os.close(r)
+    folder = os.open(tmp_path, os.O_RDONLY)
+    try:
+        with pytest.raises(IsADirectoryError):  # any other failure: os.read's own error
+            read(folder, 64)
+    finally:
+        os.close(folder)
 
 
 def test_without_ctypes_the_os_functions_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,7 @@ libc is missing (Windows, say), the ``os`` functions stand in.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Callable
@@ -31,6 +32,7 @@ which). ``data`` must be ``bytes``, fewer than 2**31 of them."""
 Read = Callable[[int, int], bytes]
 """``os.read``'s shape, for a non-blocking fd."""
 
+_EMPTY = frozenset((errno.EAGAIN, errno.EWOULDBLOCK))
 _lock = threading.Lock()  # guards the one-time load of _libc
 _libc: Any = None  # ctypes' handle on libc (False: none to be had)
 
@@ -51,7 +53,7 @@ def _load() -> Any:
                 try:
                     import ctypes
 
-                    libc = ctypes.PyDLL(None)
+                    libc = ctypes.PyDLL(None, use_errno=True)
                     # No argtypes: converting through them costs more than
                     # the call. Arguments go as C int, char * (bytes or a
                     # buffer) and int; the ABIs this runs on widen an int
@@ -82,13 +84,15 @@ def held_reader(size: int) -> Read:
     space = bytearray(size)
     view = memoryview(space)
     target = (ctypes.c_char * size).from_buffer(space)
-    read = libc.read
+    read, errno_of = libc.read, ctypes.get_errno
 
     def held_read(fd: int, count: int) -> bytes:
         got: int = read(fd, target, count if count < size else size)
         if got < 0:
-            # Why (empty: BlockingIOError, or broken)? os.read raises that,
-            # or returns what came in the meantime.
+            code = errno_of()
+            if code in _EMPTY:  # (a leader reading ahead meets this often)
+                raise BlockingIOError(code, os.strerror(code))
+            # Anything else: os.read says what (or retries an EINTR).
             return os.read(fd, count)
         return view[:got].tobytes()
 
