@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/B two versions of mcp_sync in one run: this working tree against a git ref.
 
-    .venv/bin/python scripts/bench_ab.py REF [--rounds R] [--calls N] [--no-http] [--threads T]
+    .venv/bin/python scripts/bench_ab.py REF [--rounds R] [--calls N] [--no-http] [--threads T] [--busy]
 
 REF's ``mcp_sync/`` is exported (``git archive``) into a temporary folder; each
 round then runs one child process per side, alternating which goes first, so
@@ -15,7 +15,10 @@ every thread of the client process). With ``--threads T`` (e.g. 16) each side
 also makes ``--calls`` calls from T threads released together over stdio and
 reports calls/s, CPU and context switches (``getrusage``, voluntary and not,
 and each kind alone: the voluntary ones are the wake-ups, the involuntary ones
-mostly the machine's load) per call. The table shows the median over rounds of each figure and the ratio
+mostly the machine's load) per call. With ``--busy`` each side also makes
+``--calls`` / 5 sequential stdio calls while another thread of the client
+spins in a ``while`` loop (wanting the GIL all the time), and reports their
+median and mean latency. The table shows the median over rounds of each figure and the ratio
 this tree / REF.
 """
 
@@ -72,13 +75,20 @@ if mode.startswith("threads"):
                       "voluntary": voluntary / n, "involuntary": (switches - voluntary) / n,
                       "file": mcp_sync.__file__}))
     sys.exit(0)
-if mode == "stdio":
+if mode in ("stdio", "busy"):
     session = mcp_sync.connect(server="ab", command=sys.executable, args=[target])
 else:
     session = mcp_sync.connect(server="ab", url=target)
+spinning = True
+def spin():  # busy: another thread of the process wants the GIL all the time
+    while spinning:
+        pass
 with session:
     for _ in range(min(500, calls)):
         session.call_tool("echo", {"message": "hello"})
+    spinner = threading.Thread(target=spin)
+    if mode == "busy":
+        spinner.start()
     times = []
     cpu0 = time.process_time()
     for _ in range(calls):
@@ -86,12 +96,15 @@ with session:
         session.call_tool("echo", {"message": "hello"})
         times.append(time.perf_counter() - t0)
     cpu = time.process_time() - cpu0
+    spinning = False
+    if mode == "busy":
+        spinner.join()
 print(json.dumps({"p50_us": statistics.median(times) * 1e6, "cpu_us": cpu / calls * 1e6,
-                  "file": mcp_sync.__file__}))
+                  "mean_us": statistics.mean(times) * 1e6, "file": mcp_sync.__file__}))
 """
 
 
-KEYS = {"stdio": ("p50_us", "cpu_us"), "http": ("p50_us", "cpu_us"),
+KEYS = {"stdio": ("p50_us", "cpu_us"), "http": ("p50_us", "cpu_us"), "busy": ("p50_us", "mean_us"),
         "threads": ("calls_per_s", "cpu_us", "switches", "voluntary", "involuntary")}  # fmt: skip
 
 
@@ -143,22 +156,26 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--no-http", action="store_true")
     parser.add_argument("--threads", type=int, default=0, help="also T threads at once over stdio")
+    parser.add_argument("--busy", action="store_true",
+                        help="also sequential stdio calls while another thread of the client spins")  # fmt: skip
     options = parser.parse_args()
     modes = ["stdio"] if options.no_http else ["stdio", "http"]
+    if options.busy:
+        modes.append("busy")
     if options.threads > 1:
         modes.append(f"threads{options.threads}")
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"this": ROOT, options.ref: export(options.ref, Path(tmp))}
         server = sdk_http_server() if "http" in modes else None
         try:
-            targets = {"stdio": str(ECHO_SERVER), "http": server[1] if server else "",
+            targets = {"stdio": str(ECHO_SERVER), "busy": str(ECHO_SERVER), "http": server[1] if server else "",
                        f"threads{options.threads}": str(ECHO_SERVER)}  # fmt: skip
             figures: dict[tuple[str, str, str], list[float]] = {}
             for rnd in range(options.rounds):
                 order = list(trees) if rnd % 2 == 0 else list(reversed(trees))
                 for mode in modes:
                     for side in order:
-                        calls = options.calls if mode != "http" else max(300, options.calls // 5)
+                        calls = options.calls if mode not in ("http", "busy") else max(300, options.calls // 5)
                         got = child(trees[side], mode, calls, targets[mode])
                         for key in KEYS[mode[:7]]:
                             figures.setdefault((mode, side, key), []).append(got[key])
