@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -326,3 +327,20 @@ def test_without_ctypes_the_os_functions_stand_in(monkeypatch: pytest.MonkeyPatc
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_an_audit_hook_that_refuses_ctypes_gets_the_os_functions() -> None:
+    # Audit hooks cannot be removed, so this runs in a process of its own.
+    code = (
+        "import os, sys\n"
+        "def hook(event, args):\n"
+        "    if event.startswith('ctypes.'):\n"
+        "        raise RuntimeError('no ctypes here')\n"
+        "sys.addaudithook(hook)\n"
+        "from mcp_sync._transports import _fdio\n"
+        "assert _fdio.held_write() is _fdio.plain_write\n"
+        "assert _fdio.held_reader(64) is os.read\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout.strip() == "ok", done.stderr

@@ -59,7 +59,11 @@ def _load() -> Any:
                     # buffer) and int; the ABIs this runs on widen an int
                     # argument to the register a size_t is read from.
                     libc.read.restype = libc.write.restype = ctypes.c_ssize_t
-                except (ImportError, OSError, AttributeError, TypeError):  # (Windows: TypeError)
+                    # A trial call (EBADF): whatever refuses ctypes (an
+                    # audit hook on its events, say) does so here, not in a
+                    # caller's write.
+                    libc.read(-1, None, 0)
+                except Exception:  # no ctypes, no libc (Windows: TypeError), a refusing hook
                     libc = False
                 _libc = libc
     return _libc
