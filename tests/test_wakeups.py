@@ -1,7 +1,8 @@
 """Wake-ups and writes at the limit: a blocked caller is woken once, through its
 entry's lock; a frame queued while stdin is busy leaves with the holder of
 stdin, never through a hand-off to the writer thread; waiting opens no
-descriptor and works in a forked child."""
+descriptor and works in a forked child; callers' pipe reads and writes keep
+the GIL and behave as the os functions do (which stand in without ctypes)."""
 
 from __future__ import annotations
 
