@@ -18,10 +18,15 @@ ends the session first, or in a helper thread when the thread that meets the
 end is a caller or is in the middle of reading.
 
 Only the main thread receives ``KeyboardInterrupt``, and it may arrive
-between any two bytecodes. The locks a caller takes are re-entrant locks,
+wherever the interpreter checks for signals: after a call into C returns, and
+as a Python function begins. The locks a caller takes are re-entrant locks,
 whose owner the interpreter records atomically with the acquisition, and each
 is taken inside the ``try`` whose ``finally`` gives it back if the thread owns
-it: an interrupt can never leave the read token or stdin held.
+it. That ``finally`` is itself a place an interrupt can land: stdin's lock is
+released by its first call, and the read token's give-back (a method, so a
+check at its start and one after the ownership test) is tried once more in a
+``finally`` of its own. So one Ctrl-C never leaves the read token or stdin
+held; it would take a second landing within the same few bytecodes.
 """
 
 from __future__ import annotations
@@ -267,8 +272,14 @@ class _Stdin:
             # Full, or broken (< 0): the writer thread meets and reports the latter.
             return self._write(self._fd, frame, len(frame)) >= 0
         finally:
-            if lock._is_owned():
+            # The release is this block's first call (see the module
+            # docstring): an interrupt at a check before it would leave
+            # stdin held for good.
+            try:
                 lock.release()
+            except RuntimeError:
+                pass  # not ours: the acquire failed
+            else:
                 if self._queue.queue:
                     self.flush()  # queued while we held stdin
 
@@ -591,8 +602,12 @@ class StdioTransport:
                     self._read_until(done, deadline)
                     return True
             finally:
-                if owned():
-                    self._give_read_side()
+                try:
+                    if owned():
+                        self._give_read_side()
+                finally:
+                    if owned():  # interrupted before the give-back began
+                        self._give_read_side()
         if not self._send(frame, request_id, timeout):
             return False
         self.lead(done, deadline)
@@ -611,8 +626,12 @@ class StdioTransport:
             if self._take_read_side():
                 self._read_until(done, deadline)
         finally:
-            if owned():
-                self._give_read_side(linger)
+            try:
+                if owned():
+                    self._give_read_side(linger)
+            finally:
+                if owned():  # interrupted before the give-back began
+                    self._give_read_side(linger)
 
     def _take_read_side(self) -> bool:
         """Take the read token and disarm stdout in the reader's epoll, if
