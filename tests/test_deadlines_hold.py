@@ -9,6 +9,7 @@ never as a speed claim.
 
 from __future__ import annotations
 
+import dis
 import os
 import random
 import signal
@@ -17,10 +18,12 @@ import sys
 import textwrap
 import threading
 import time
+import traceback
 import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import alive, connect_fake, fake_pid, library_threads, timed, wait_gone
@@ -395,6 +398,117 @@ def test_ctrl_c_at_random_instants_never_wedges_the_session() -> None:
     finally:
         stop.set()
         session.close()  # a failed assertion above must not leave threads to fail the next check
+    wait_gone(pid)
+    _no_library_threads()
+    assert _fds() <= before + 1
+
+
+
+class _SignalChecks:
+    """Counts, in the calling thread, the places where the interpreter looks for
+    a pending signal inside the library (a Python function's start, and the
+    instruction after a call returns: the places a Ctrl-C can land), and
+    raises KeyboardInterrupt at the ``target``-th. A trace function that
+    raises is removed by the interpreter: one interrupt per call, as a
+    Ctrl-C gives."""
+
+    def __init__(self, target: int = 0) -> None:
+        self.target = target
+        self.count = 0
+        self._last: dict[Any, int] = {}
+
+    def _check(self) -> None:
+        self.count += 1
+        if self.count == self.target:
+            raise KeyboardInterrupt
+
+    def call(self, frame: Any, event: str, arg: Any) -> Any:
+        if event != "call" or not frame.f_code.co_filename.startswith(_LIBRARY):
+            return None
+        frame.f_trace_opcodes = True
+        self._check()
+        return self.opcode
+
+    def opcode(self, frame: Any, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            last = self._last.get(frame)
+            self._last[frame] = frame.f_lasti
+            if last is not None and dis.opname[frame.f_code.co_code[last]].startswith("CALL"):
+                self._check()
+        return self.opcode
+
+    def run(self, job: Callable[[], object]) -> None:
+        sys.settrace(self.call)
+        try:
+            job()
+        finally:
+            sys.settrace(None)
+            self._last.clear()
+
+
+_LIBRARY = os.path.dirname(mcp_sync.__file__)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("how", ["call_tool", "submit_tool"])
+def test_an_interrupt_at_each_signal_check_of_a_call_leaves_the_session_whole(how: str) -> None:
+    # Ctrl-C at random instants (above) finds a bad spot by chance; this puts one
+    # at every place a signal can be handled during a call the main thread leads
+    # (writes its own frame, reads its own reply: call_tool's exchange, or a
+    # submitted call's write and then its result()'s lead), in turn. After
+    # each, neither stdin nor the read token is still held, and calls from
+    # this thread and from another are answered.
+    before = _fds()
+    session = connect_fake()
+    pid = fake_pid(session)
+    transport: Any = session._core.transport
+
+    def call() -> object:
+        if how == "submit_tool":
+            return session.submit_tool("echo", {"message": "traced"}, timeout_ms=5_000).result(10)
+        return session.call_tool("echo", {"message": "traced"}, timeout_ms=5_000)
+
+    def answered_elsewhere() -> bool:
+        got: list[object] = []
+
+        def other() -> None:
+            got.append(session.call_tool("echo", {"message": "x"}, timeout_ms=5_000))
+
+        helper = threading.Thread(target=other)
+        helper.start()
+        helper.join(10)
+        return bool(got)
+
+    try:
+        counting = _SignalChecks()
+        counting.run(call)
+        assert counting.count > 50, counting.count  # the tracer sees the call
+        interrupted = 0
+        for target in range(1, counting.count + 1):
+            landed = "nowhere"
+            try:
+                _SignalChecks(target).run(call)
+            except KeyboardInterrupt as interrupt:
+                interrupted += 1
+                where = traceback.extract_tb(interrupt.__traceback__)[-2]
+                landed = f"{os.path.basename(where.filename)}:{where.lineno} ({where.line})"
+                del interrupt
+            except mcp_sync.Timeout:
+                pass  # an interrupt may cost the reply in flight, never the session
+            at = f"after an interrupt at check {target}, in {landed}"
+            assert not transport._stdin.lock._is_owned(), f"stdin held {at}"
+            assert not transport._rlock._is_owned(), f"the read token held {at}"
+            try:
+                text = session.call_tool("echo", {"message": f"after{target}"}, timeout_ms=5_000).content[0]["text"]
+            except mcp_sync.Timeout:
+                pytest.fail(f"a call went unanswered {at}")
+            assert text == f"after{target}"
+            assert answered_elsewhere(), f"another thread's call went unanswered {at}"
+        assert interrupted >= counting.count // 2, (interrupted, counting.count)
+        with timed(3.5):
+            session.close()
+    finally:
+        session.close()
     wait_gone(pid)
     _no_library_threads()
     assert _fds() <= before + 1
