@@ -94,6 +94,7 @@ class Hostile:
     # Frames sent on the standalone GET stream (a GET without Last-Event-ID);
     # None answers that GET with 405.
     standalone: list[bytes] | None = None
+    get_delay: float = 0.0  # seconds before a GET is recorded and answered (a slow server)
     url: str = ""
 
     @property
@@ -409,6 +410,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def do_GET(self) -> None:
+        if self.cfg.get_delay:
+            time.sleep(self.cfg.get_delay)  # a server slow to answer (this fake's own pace)
         self._record(b"")
         last = self.headers.get("Last-Event-ID")
         if last is None and self.cfg.standalone is not None:

@@ -40,6 +40,19 @@ def test_a_server_without_a_standalone_stream_is_left_alone() -> None:
     assert not [t for t in threading.enumerate() if t.name.startswith("mcp_sync-hostile")]
 
 
+def test_connect_returns_once_the_standalone_stream_is_answered() -> None:
+    # A server may send a request on that stream during the first call (an
+    # elicitation from a tool): the stream must be open before that call can
+    # be made, not a moment after.
+    for standalone in (None, []):  # refused (405), and held open
+        with hostile_server() as cfg:
+            cfg.standalone = standalone
+            cfg.get_delay = 0.3  # recorded as it is answered, 0.3 s after it came
+            with _session(cfg.url, handlers=HANDLERS):
+                assert len(cfg.of("GET")) == 1
+            cfg.release.set()
+
+
 def test_requests_on_the_standalone_stream_are_answered() -> None:
     frames = [
         json.dumps({"jsonrpc": "2.0", "id": "g-ping", "method": "ping"}).encode(),

@@ -21,8 +21,13 @@ from ._exchange import Exchanger
 from ._sse_parser import SseParser
 from ._status import Failure, Stopped, content_type
 
-__all__ = ["DEFAULT_RETRY", "LISTEN_READ_TIMEOUT", "MAX_EVENT_ID", "MIN_RETRY", "Listener"]
+__all__ = ["DEFAULT_RETRY", "FIRST_ANSWER_WAIT", "LISTEN_READ_TIMEOUT", "MAX_EVENT_ID", "MIN_RETRY", "Listener"]
 
+FIRST_ANSWER_WAIT = 1.0
+"""How long ``listen()`` waits for the first GET's answer: a session whose
+server may send it requests (an elicitation during a tool call) must not make
+that call before the stream they come on is open. A server that holds its
+answer back costs connect at most this."""
 DEFAULT_RETRY = 1.0
 """Seconds to wait before resuming a stream whose server sent no ``retry`` field."""
 MIN_RETRY = 0.05
@@ -51,11 +56,19 @@ class Listener:
         self._exchanger = exchanger
         self._headers = headers  # the session's headers, built afresh for each GET
         self._stopping = stopping
+        # Set once the first GET is answered (whatever the answer) or given up.
+        self.answered = threading.Event()
         self.thread = threading.Thread(
             target=self._listen, name=f"mcp_sync-{server}-http-listen", daemon=True
         )
 
     def _listen(self) -> None:
+        try:
+            self._hold()
+        finally:
+            self.answered.set()
+
+    def _hold(self) -> None:
         parser = SseParser(self._limits.max_frame_bytes)
         quiet = 0  # connections in a row that brought nothing
         while not self._stopping.is_set():
@@ -70,6 +83,7 @@ class Listener:
             try:
                 deadline = time.monotonic() + LISTEN_READ_TIMEOUT
                 with self._exchanger.open("GET", None, deadline, headers) as response:
+                    self.answered.set()
                     if response.status_code != 200 or content_type(response) != "text/event-stream":
                         return  # no standalone stream here (405 is the usual answer)
                     self._exchanger.check_encoding(response)
@@ -91,6 +105,7 @@ class Listener:
             except Exception:  # a timeout or a broken connection: reconnect
                 if self._stopping.is_set():
                     return
+            self.answered.set()  # (a first attempt that failed: connect need not wait for the next)
             quiet = 0 if parser.events > seen else quiet + 1
             delay = DEFAULT_RETRY if parser.retry_ms is None else parser.retry_ms / 1000.0
             # A stream that keeps ending at once backs off, up to 30 s.

@@ -46,7 +46,7 @@ from .._versions import MODERN
 from .._workers import Workers
 from ._base import NOTIFICATION, REPLY, REQUEST, Leader, Outbound, ShutdownOnce, Sink
 from ._exchange import Exchanger
-from ._listener import DEFAULT_RETRY, MAX_EVENT_ID, MIN_RETRY, Listener
+from ._listener import DEFAULT_RETRY, FIRST_ANSWER_WAIT, MAX_EVENT_ID, MIN_RETRY, Listener
 from ._options import StaticHeaders, import_httpx, own_client
 from ._session_id import SessionId
 from ._sse_parser import SseParser
@@ -171,8 +171,11 @@ class HttpTransport:
                 server=self._server, sink=self._sink, limits=self._limits, exchanger=self._io,
                 headers=lambda: self._headers(_ACCEPT_SSE), stopping=self._stopping,
             )  # fmt: skip
-            thread = self._listener.thread
-        thread.start()
+            listener = self._listener
+        listener.thread.start()
+        # Until the server has answered the GET, what it sends outside a
+        # reply (a request during a tool call) may have nowhere to go.
+        listener.answered.wait(FIRST_ANSWER_WAIT)
 
     # ----------------------------------------------------------- one request
 
