@@ -113,11 +113,6 @@ def _whole_frame(line: bytes) -> bool:
         return False
 
 
-def _owned(lock: Any) -> bool:
-    """Whether the calling thread holds the re-entrant ``lock``."""
-    return bool(lock._is_owned())
-
-
 class _Stdin:
     """The write side: the bounded outbound queue, the writer thread's loop,
     and the direct writes of callers.
@@ -432,7 +427,8 @@ class StdioTransport:
         # most THREAD_JOIN before closing the descriptors.
         rlock: Any = threading.RLock()  # (Any: _is_owned is not typed)
         self._rlock = rlock
-        # Bound once: a bound C method made per call costs an object.
+        # Whether the calling thread holds the token. Bound once: a bound
+        # C method made per call costs an object.
         self._holding: Callable[[], bool] = rlock._is_owned
         self._partial: list[bytes] = []
         self._held = 0
@@ -542,7 +538,7 @@ class StdioTransport:
         ``request_timeout_ms``."""
         if self._stdin.try_direct(frame, None) or self._send_nowait(frame):
             return True
-        if _owned(self._rlock) and threading.current_thread() is not self._reader:
+        if self._holding() and threading.current_thread() is not self._reader:
             # A caller reading for everyone: it leaves the reply, and the
             # reading, to the reader thread (see _read_until).
             self._replies.append(frame)
@@ -968,7 +964,7 @@ class StdioTransport:
         if mine:
             os.write(self._stop_w, b"x")
         if not mine:
-            if wait and self._teardown_ident != threading.get_ident() and not _owned(self._rlock):
+            if wait and self._teardown_ident != threading.get_ident() and not self._holding():
                 self._once.wait()
                 helper = self._teardown_thread
                 if helper is not None and helper is not threading.current_thread():
@@ -979,7 +975,7 @@ class StdioTransport:
         # of ours that is not in the middle of reading. A caller that met the
         # end while reading for its own reply neither pays for the teardown
         # nor holds the read token through it.
-        inline = not _owned(self._rlock) and (
+        inline = not self._holding() and (
             wait or threading.current_thread() in self._threads
         )
         if inline:
