@@ -2,12 +2,14 @@
 entry's lock; a frame queued while stdin is busy leaves with the holder of
 stdin, never through a hand-off to the writer thread; waiting opens no
 descriptor and works in a forked child; callers' pipe reads and writes keep
-the GIL and behave as the os functions do (which stand in without ctypes)."""
+the GIL and behave as the os functions do (which stand in without ctypes), and
+so do stdout's epoll changes."""
 
 from __future__ import annotations
 
 import gc
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -241,31 +243,37 @@ def test_a_lone_callers_calls_leave_stdout_disarmed_between_them() -> None:
     # Nobody else waits for a reply: the caller leases stdout instead of
     # handing it back to the reader thread, and its next call (sooner than
     # the lease's end) needs no epoll_ctl to take it again.
-    class Counting:
-        def __init__(self, real: Any) -> None:
-            self.real = real
-            self.modified = 0
-
-        def modify(self, fd: int, mask: int) -> None:
-            self.modified += 1
-            self.real.modify(fd, mask)
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.real, name)
-
     with connect_fake() as session:
         transport: Any = session._core.transport
         session.call_tool("echo", {"message": "warm"})
-        counting = Counting(transport._epoll)
-        transport._epoll = counting
+        real = transport._modify
+        modified = [0]
+
+        def counting(fd: int, mask: int) -> None:
+            modified[0] += 1
+            real(fd, mask)
+
+        transport._modify = counting
         try:
             for n in range(200):
                 assert session.call_tool("echo", {"message": str(n)}).content[0]["text"] == str(n)
+            alone = modified[0]
+            # The count sees the transport's changes: callers that wait
+            # while another reads hand stdout back to the reader thread.
+            threads = [
+                threading.Thread(target=lambda: [session.call_tool("echo", {"message": "x"}) for _ in range(100)])
+                for _ in range(4)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
         finally:
-            transport._epoll = counting.real
+            transport._modify = real
         # Without the lease: two per call (disarm, re-arm). A lease that ran
         # out between two calls (a descheduled caller) costs two more.
-        assert counting.modified < 200
+        assert alone < 200
+        assert modified[0] > alone
 
 
 def test_the_gil_keeping_pipe_io_behaves_as_os_reads_and_writes(tmp_path: Path) -> None:
@@ -312,12 +320,43 @@ def test_the_gil_keeping_pipe_io_behaves_as_os_reads_and_writes(tmp_path: Path) 
         os.close(folder)
 
 
+def test_the_gil_keeping_epoll_change_behaves_as_epoll_modify() -> None:
+    import select
+
+    from mcp_sync._transports import _fdio
+
+    epoll = select.epoll()
+    r, w = os.pipe()
+    try:
+        modify = _fdio.held_modify(epoll)
+        if sys.platform.startswith("linux") and os.uname().machine == "x86_64":
+            assert modify != epoll.modify  # libc's epoll_ctl, through ctypes
+        epoll.register(r, select.EPOLLIN)
+        os.write(w, b"x")
+        assert epoll.poll(0) == [(r, select.EPOLLIN)]
+        modify(r, 0)  # disarmed: the data waits, nothing is reported
+        assert epoll.poll(0) == []
+        modify(r, select.EPOLLIN)  # armed again: reported with its own fd
+        assert epoll.poll(0) == [(r, select.EPOLLIN)]
+        with pytest.raises(FileNotFoundError):  # not registered: epoll.modify's own error
+            modify(w, select.EPOLLIN)
+    finally:
+        epoll.close()
+        os.close(r)
+        os.close(w)
+    with pytest.raises(ValueError, match="closed"):  # a closed epoll is refused, never its old number used
+        modify(r, select.EPOLLIN)
+
+
 def test_without_ctypes_the_os_functions_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp_sync._transports import _fdio
 
     monkeypatch.setattr(_fdio, "_libc", False)
     assert _fdio.held_write() is _fdio.plain_write
     assert _fdio.held_reader(64) is os.read
+    if hasattr(select, "epoll"):
+        with select.epoll() as epoll:
+            assert _fdio.held_modify(epoll) == epoll.modify
     r, w = os.pipe()
     try:
         os.set_blocking(w, False)
@@ -341,6 +380,9 @@ def test_an_audit_hook_that_refuses_ctypes_gets_the_os_functions() -> None:
         "from mcp_sync._transports import _fdio\n"
         "assert _fdio.held_write() is _fdio.plain_write\n"
         "assert _fdio.held_reader(64) is os.read\n"
+        "import select\n"
+        "epoll = select.epoll()\n"
+        "assert _fdio.held_modify(epoll) == epoll.modify\n"
         "print('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)

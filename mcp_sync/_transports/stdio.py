@@ -49,7 +49,7 @@ from .._jsonrpc import decode_line
 from .._limits import Limits, reply_not_queued, seconds
 from .._redact import StderrTail
 from ._base import Leader, Outbound, ShutdownOnce, Sink
-from ._fdio import Read, Write, held_reader, held_write, plain_write
+from ._fdio import Modify, Read, Write, held_modify, held_reader, held_write, plain_write
 from ._oversize import Oversized, frame_too_long, reply_too_long
 from ._process import ENV_ALLOWLIST, ServerProcess, child_environment, drain_stderr
 
@@ -408,7 +408,8 @@ class StdioTransport:
     def _close_read_side(self) -> None:
         """Close the epoll and the wake and stop pipes (whichever exist)."""
         if self._epoll is not None:
-            self._epoll.close()
+            with self._lease_lock:  # not while a held _modify uses its number
+                self._epoll.close()
         for name in ("_wake_r", "_wake_w", "_stop_r", "_stop_w"):
             fd = getattr(self, name, None)
             if fd is not None:
@@ -481,6 +482,9 @@ class StdioTransport:
             self._epoll.register(self._stdout_fd, select.EPOLLIN)
             self._epoll.register(self._wake_r, select.EPOLLIN)
             self._epoll.register(self._stop_r, select.EPOLLIN)
+            # Arming and disarming stdout never blocks: it keeps the GIL
+            # (_fdio). Only under _lease_lock, which the epoll's close takes.
+            self._modify: Modify = held_modify(self._epoll)
             lead_poll = select.poll()
             lead_poll.register(self._stdout_fd, select.POLLIN)
             lead_poll.register(self._stop_r, select.POLLIN)
@@ -644,7 +648,7 @@ class StdioTransport:
             self._leading = True
             if self._armed:
                 self._armed = False
-                self._epoll.modify(self._stdout_fd, 0)
+                self._modify(self._stdout_fd, 0)
         return True
 
     def _give_read_side(self, linger: bool = False) -> None:
@@ -702,7 +706,7 @@ class StdioTransport:
             # its give-back) the session may end meanwhile: a closed epoll
             # refuses, and then nobody needs stdout armed.
             with contextlib.suppress(OSError, ValueError):
-                self._epoll.modify(self._stdout_fd, select.EPOLLIN)
+                self._modify(self._stdout_fd, select.EPOLLIN)
             self._armed = True
 
     def _lease_ended(self) -> bool:
