@@ -276,6 +276,41 @@ def test_a_lone_callers_calls_leave_stdout_disarmed_between_them() -> None:
         assert modified[0] > alone
 
 
+def test_a_leader_reads_once_more_while_other_calls_wait() -> None:
+    # Its own reply in and another call still pending: one more read before
+    # it hands stdout back, so that replies already there are settled by it
+    # rather than by the reader thread.
+    with connect_fake() as session:
+        transport: Any = session._core.transport
+        real = transport._read
+        reads = [0]
+
+        def counting(fd: int, count: int) -> bytes:
+            if threading.current_thread() is threading.main_thread():
+                reads[0] += 1
+            return real(fd, count)  # type: ignore[no-any-return]
+
+        def calls(n: int) -> int:
+            reads[0] = 0
+            for i in range(n):
+                assert session.call_tool("echo", {"message": str(i)}).content[0]["text"] == str(i)
+            return reads[0]
+
+        transport._read = counting
+        try:
+            alone = calls(50)
+            pending = session.submit_tool("sleep", {"ms": 10_000})
+            beside = calls(50)
+            pending.cancel()
+        finally:
+            transport._read = real
+        # Alone: one read per call, and one more per miss of a read before
+        # the poll (at most one call in _PEEK_AFTER_MISS + 1). Beside the
+        # pending call: at least two per call.
+        assert alone <= 60
+        assert beside >= 100
+
+
 def test_the_gil_keeping_pipe_io_behaves_as_os_reads_and_writes(tmp_path: Path) -> None:
     from mcp_sync._transports import _fdio
 

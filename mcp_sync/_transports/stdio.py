@@ -600,6 +600,8 @@ class StdioTransport:
                 # blocked on.
                 if self._take_read_side() and self._stdin.try_direct(frame, request_id):
                     self._read_until(done, deadline)
+                    if self._waiting() and done():
+                        self._read_ahead()
                     return True
             finally:
                 try:
@@ -770,6 +772,16 @@ class StdioTransport:
                 return
             if self._replies:
                 return  # a reply must wait for room: the reader thread takes over
+
+    def _read_ahead(self) -> None:
+        """Holding the read token, with our own reply in and other callers
+        blocked on theirs: one more read before handing stdout back. Under
+        load their replies are often there already, and settling them here
+        spares the reader thread a wake-up to take stdout back and read
+        them. (Not for submitted calls: their thread reads the rest itself
+        when it next waits, and an empty read would be wasted.)"""
+        if not self._replies and not self._read_available():
+            os.write(self._wake_w, b"x")  # the reader thread finishes the ending
 
     def _read_available(self) -> bool:
         """Read one chunk of stdout (holding the read token) and dispatch each
