@@ -535,6 +535,52 @@ def _end_by_bad_reply(session: mcp_sync.Session) -> None:
     session.call_tool("raw", {"lines": ['{"jsonrpc":"2.0","id":{id}}'], "reply": False}, timeout_ms=10_000)
 
 
+def test_an_interrupt_as_stdout_is_handed_back_strands_no_waiting_caller() -> None:
+    # The main thread leads; another thread waits for a reply still to come.
+    # Ctrl-C lands as the main thread, its own reply in, hands stdout back to
+    # the reader thread (at the start of the epoll change): the waiting call
+    # must still get its reply, not wait out its deadline.
+    with connect_fake() as session:
+        transport: Any = session._core.transport
+        real_modify, real_read_until = transport._modify, transport._read_until
+        leading = threading.Event()
+        waiting_then: list[int] = []
+
+        def read_until(done: Any, deadline: float) -> None:
+            if threading.current_thread() is threading.main_thread():
+                leading.set()
+            real_read_until(done, deadline)
+
+        def modify(fd: int, mask: int) -> None:
+            if mask and not waiting_then and threading.current_thread() is threading.main_thread():
+                waiting_then.append(session._core.table_size())
+                raise KeyboardInterrupt  # as if Ctrl-C landed where the change begins
+            real_modify(fd, mask)
+
+        outcome: list[Any] = []
+
+        def other() -> None:
+            assert leading.wait(10)
+            try:
+                outcome.append(session.call_tool("sleep", {"ms": 1500}, timeout_ms=20_000))
+            except mcp_sync.McpError as exc:
+                outcome.append(exc)
+
+        transport._read_until, transport._modify = read_until, modify
+        thread = threading.Thread(target=other)
+        thread.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                session.call_tool("sleep", {"ms": 1000})
+        finally:
+            transport._read_until, transport._modify = real_read_until, real_modify
+        with timed(10):  # its reply comes 1.5 s after it was sent; its deadline is 20 s away
+            thread.join(15)
+        assert waiting_then == [1]  # the other call was waiting when the interrupt came
+        assert [type(o).__name__ for o in outcome] == ["CallToolResult"]
+        assert session.call_tool("echo", {"message": "whole"}).content[0]["text"] == "whole"
+
+
 @pytest.mark.parametrize(
     ("end", "kind"),
     [

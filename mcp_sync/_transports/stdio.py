@@ -26,7 +26,9 @@ it. That ``finally`` is itself a place an interrupt can land: stdin's lock is
 released by its first call, and the read token's give-back (a method, so a
 check at its start and one after the ownership test) is tried once more in a
 ``finally`` of its own. So one Ctrl-C never leaves the read token or stdin
-held; it would take a second landing within the same few bytecodes.
+held; it would take a second landing within the same few bytecodes. Nor
+does it leave stdout unread: one that lands inside the give-back, as stdout
+is handed back to the reader thread, is undone by the same ``finally``.
 """
 
 from __future__ import annotations
@@ -610,6 +612,8 @@ class StdioTransport:
                 finally:
                     if owned():  # interrupted before the give-back began
                         self._give_read_side()
+                    elif not (self._armed or self._leased or self._leading):
+                        self._unstrand()  # interrupted inside it
         if not self._send(frame, request_id, timeout):
             return False
         self.lead(done, deadline)
@@ -634,6 +638,8 @@ class StdioTransport:
             finally:
                 if owned():  # interrupted before the give-back began
                     self._give_read_side(linger)
+                elif not (self._armed or self._leased or self._leading):
+                    self._unstrand()  # interrupted inside it
 
     def _take_read_side(self) -> bool:
         """Take the read token and disarm stdout in the reader's epoll, if
@@ -697,6 +703,16 @@ class StdioTransport:
             with self._lease_lock:
                 if self._leased and not self._leading:
                     self._rearm()
+
+    def _unstrand(self) -> None:
+        """After a give-back: stdout disarmed, with no lease and nobody
+        reading. Outside _lease_lock that is never so while stdout is open,
+        unless an interrupt landed inside the give-back's re-arm; callers
+        blocked on replies would then wait out their deadlines, since nobody
+        reads. (Checked inline first, without the lock: a hint.)"""
+        with self._lease_lock:
+            if not (self._armed or self._leased or self._leading):
+                self._rearm()
 
     def _rearm(self) -> None:
         # Under _lease_lock: stdout back to the reader thread (level-
