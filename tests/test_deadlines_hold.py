@@ -562,7 +562,7 @@ def test_an_interrupt_as_stdout_is_handed_back_strands_no_waiting_caller() -> No
         def other() -> None:
             assert leading.wait(10)
             try:
-                outcome.append(session.call_tool("sleep", {"ms": 1500}, timeout_ms=20_000))
+                outcome.append(session.call_tool("sleep", {"ms": 3000}, timeout_ms=30_000))
             except mcp_sync.McpError as exc:
                 outcome.append(exc)
 
@@ -571,11 +571,11 @@ def test_an_interrupt_as_stdout_is_handed_back_strands_no_waiting_caller() -> No
         thread.start()
         try:
             with pytest.raises(KeyboardInterrupt):
-                session.call_tool("sleep", {"ms": 1000})
+                session.call_tool("sleep", {"ms": 2000})  # (time for the other call to be sent)
         finally:
             transport._read_until, transport._modify = real_read_until, real_modify
-        with timed(10):  # its reply comes 1.5 s after it was sent; its deadline is 20 s away
-            thread.join(15)
+        with timed(15):  # its reply comes 3 s after it was sent; its deadline is 30 s away
+            thread.join(20)
         assert waiting_then == [1]  # the other call was waiting when the interrupt came
         assert [type(o).__name__ for o in outcome] == ["CallToolResult"]
         assert session.call_tool("echo", {"message": "whole"}).content[0]["text"] == "whole"
