@@ -299,16 +299,23 @@ def test_a_leader_reads_once_more_while_other_calls_wait() -> None:
         transport._read = counting
         try:
             alone = calls(50)
-            pending = session.submit_tool("sleep", {"ms": 10_000})
+            # Submitted from another thread, which writes its frame itself
+            # (the main thread's frames go through the writer thread, which
+            # could still hold stdin as the first calls below are sent).
+            submitted: list[Any] = []
+            helper = threading.Thread(target=lambda: submitted.append(session.submit_tool("sleep", {"ms": 10_000})))
+            helper.start()
+            helper.join()
             beside = calls(50)
-            pending.cancel()
+            submitted[0].cancel()
         finally:
             transport._read = real
         # Alone: one read per call, and one more per miss of a read before
         # the poll (at most one call in _PEEK_AFTER_MISS + 1). Beside the
-        # pending call: at least two per call.
+        # pending call: two per call (a call that found stdin busy goes the
+        # slower way, without the read ahead: a few are allowed for).
         assert alone <= 60
-        assert beside >= 100
+        assert beside >= 90
 
 
 def test_the_gil_keeping_pipe_io_behaves_as_os_reads_and_writes(tmp_path: Path) -> None:
