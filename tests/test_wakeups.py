@@ -258,16 +258,16 @@ def test_a_lone_callers_calls_leave_stdout_disarmed_between_them() -> None:
             for n in range(200):
                 assert session.call_tool("echo", {"message": str(n)}).content[0]["text"] == str(n)
             alone = modified[0]
-            # The count sees the transport's changes: callers that wait
-            # while another reads hand stdout back to the reader thread.
-            threads = [
-                threading.Thread(target=lambda: [session.call_tool("echo", {"message": "x"}) for _ in range(100)])
-                for _ in range(4)
-            ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            # The count sees the transport's changes: with another call
+            # pending, a caller hands stdout back to the reader thread. (That
+            # call is submitted from another thread, which writes it itself.)
+            submitted: list[Any] = []
+            helper = threading.Thread(target=lambda: submitted.append(session.submit_tool("sleep", {"ms": 10_000})))
+            helper.start()
+            helper.join()
+            for n in range(3):
+                session.call_tool("echo", {"message": str(n)})
+            submitted[0].cancel()
         finally:
             transport._modify = real
         # Without the lease: two per call (disarm, re-arm). A lease that ran
