@@ -7,6 +7,7 @@ so do stdout's epoll changes."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import gc
 import os
 import select
@@ -239,6 +240,15 @@ def test_a_reply_already_waiting_is_read_without_a_poll(monkeypatch: pytest.Monk
     assert counting.calls == 0
 
 
+def _pending_call(session: Any) -> Any:
+    """A call left pending (a 10 s sleep), its frame written by the time this
+    returns: submitted from a thread of its own, which writes it itself (the
+    main thread's frames go through the writer thread, which could still
+    hold stdin as the caller's next calls are sent)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(session.submit_tool, "sleep", {"ms": 10_000}).result()
+
+
 def test_a_lone_callers_calls_leave_stdout_disarmed_between_them() -> None:
     # Nobody else waits for a reply: the caller leases stdout instead of
     # handing it back to the reader thread, and its next call (sooner than
@@ -259,15 +269,11 @@ def test_a_lone_callers_calls_leave_stdout_disarmed_between_them() -> None:
                 assert session.call_tool("echo", {"message": str(n)}).content[0]["text"] == str(n)
             alone = modified[0]
             # The count sees the transport's changes: with another call
-            # pending, a caller hands stdout back to the reader thread. (That
-            # call is submitted from another thread, which writes it itself.)
-            submitted: list[Any] = []
-            helper = threading.Thread(target=lambda: submitted.append(session.submit_tool("sleep", {"ms": 10_000})))
-            helper.start()
-            helper.join()
+            # pending, a caller hands stdout back to the reader thread.
+            pending = _pending_call(session)
             for n in range(3):
                 session.call_tool("echo", {"message": str(n)})
-            submitted[0].cancel()
+            pending.cancel()
         finally:
             transport._modify = real
         # Without the lease: two per call (disarm, re-arm). A lease that ran
@@ -299,15 +305,9 @@ def test_a_leader_reads_once_more_while_other_calls_wait() -> None:
         transport._read = counting
         try:
             alone = calls(50)
-            # Submitted from another thread, which writes its frame itself
-            # (the main thread's frames go through the writer thread, which
-            # could still hold stdin as the first calls below are sent).
-            submitted: list[Any] = []
-            helper = threading.Thread(target=lambda: submitted.append(session.submit_tool("sleep", {"ms": 10_000})))
-            helper.start()
-            helper.join()
+            pending = _pending_call(session)
             beside = calls(50)
-            submitted[0].cancel()
+            pending.cancel()
         finally:
             transport._read = real
         # Alone: one read per call, and one more per miss of a read before
