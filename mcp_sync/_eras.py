@@ -83,7 +83,7 @@ from ._errors import (
     RemoteError,
     Timeout,
 )
-from ._legacy import LegacyEra, initialize_params
+from ._legacy import LegacyEra
 from ._limits import seconds
 from ._modern import ModernEra, NoCommonVersion, versions_refused
 from ._versions import (
@@ -577,13 +577,11 @@ class _Race:
         )  # fmt: skip
 
     def _send_handshake(self, watch: _Attempt) -> Any:
-        from ._session import CLIENT_INFO
-
         core = self.core
         budget = f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
         return self.legacy.request(
             core, "initialize",
-            initialize_params(DEFAULT_HANDSHAKE_VERSION, core.client_capabilities, CLIENT_INFO),
+            self.legacy.initialize_params(core),  # what the handshake alone declares
             self.deadline,
             lambda: f"initialize with server {core.server!r} ({budget})",
             cancellable=False, watch=watch,

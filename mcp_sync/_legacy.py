@@ -77,12 +77,21 @@ class LegacyEra:
 
     # ------------------------------------------------------------ opening
 
+    def initialize_params(self, core: EraCore) -> dict[str, Any]:
+        """The params of ``initialize`` at this era's version, built here for
+        every handshake this client sends (alone, raced against the probe
+        under ``auto``, renewing an HTTP session), so each declares the same
+        capabilities, ``tasks`` included."""
+        version = self._version
+        assert version is not None
+        return initialize_params(version, handshake_capabilities(core, version), self._client_info)
+
     def open(self, core: EraCore, timeout: float) -> Any:
         assert self._version is not None
         budget = f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
         return core.request(
             "initialize",
-            initialize_params(self._version, handshake_capabilities(core, self._version), self._client_info),
+            self.initialize_params(core),
             timeout,
             lambda: f"initialize with server {core.server!r} ({budget})",
             cancellable=False,
@@ -122,7 +131,7 @@ class LegacyEra:
         where = f"server {core.server!r}"
         result = core.request(
             "initialize",
-            initialize_params(version, handshake_capabilities(core, version), self._client_info),
+            self.initialize_params(core),
             max(0.0, deadline - time.monotonic()),
             lambda: f"initialize of a new session with {where}",
             cancellable=False,
