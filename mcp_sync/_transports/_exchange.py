@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
 import time
 import weakref
@@ -25,12 +26,48 @@ from ._status import AuthHook, Failure, StatusMap, Stopped
 from ._watchdog import DeadlineWatch
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     import httpx
 
 __all__ = ["MAX_AUTH_RETRIES", "Exchanger"]
 
 MAX_AUTH_RETRIES = 2
 """Times one request is sent again after its auth hook got new credentials."""
+_SEND_DEPTH = 4
+"""How many frames above the trace callback httpcore's HTTP/1.1 connection
+sits when it reports that it starts sending (the callback, ``Trace.trace``,
+``Trace.__enter__``, ``handle_request``)."""
+
+
+class _Sockets(list[socket.socket]):
+    """The sockets of one exchange in flight; ``abandoned`` once its request
+    was given up (a socket found after that is woken as it is found)."""
+
+    __slots__ = ("abandoned",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.abandoned = False
+
+
+def _sending_stream() -> object:
+    """The network stream of the HTTP/1.1 connection whose request is being
+    sent, read off httpcore's ``HTTP11Connection`` on the calling stack
+    (called from its ``send_request_headers`` trace event, on the thread
+    sending). ``None`` when it is not there: another client's transport, or
+    another httpcore, whose reused connections then cannot be woken early."""
+    frame: FrameType | None = sys._getframe(1)
+    for _ in range(_SEND_DEPTH):
+        frame = frame.f_back if frame is not None else None
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "handle_request":
+            owner = frame.f_locals.get("self")
+            if type(owner).__name__ == "HTTP11Connection":
+                return getattr(owner, "_network_stream", None)
+            return None
+    return None
 
 
 class Exchanger:
@@ -64,7 +101,7 @@ class Exchanger:
         # exchange, by close_stream (an abandoned request) and by wake_all
         # (teardown); nobody waits on it for long.
         self._lock = threading.Lock()
-        self._inflight: dict[int, list[socket.socket]] = {}
+        self._inflight: dict[int, _Sockets] = {}
         self._keys = 0
         self._by_request: dict[int, int] = {}  # request id -> its key in _inflight
         # Every socket our own client opened (it is ours to shut down).
@@ -91,7 +128,7 @@ class Exchanger:
             raise hx.TimeoutException("deadline passed before sending")
         if content is not None:
             headers["Content-Type"] = "application/json"
-        sockets: list[socket.socket] = []
+        sockets = _Sockets()
         key = self._register(sockets, request_id)
         watched = self._watch.add(deadline, sockets)
         trace = self._tracer(sockets)
@@ -139,7 +176,7 @@ class Exchanger:
         deadline and no read timeout (an event stream may stay quiet for
         ever); connecting is bounded by ``connect_timeout``."""
         hx = self._hx
-        sockets: list[socket.socket] = []
+        sockets = _Sockets()
         key = self._register(sockets, None)
         try:
             with self.client.stream(
@@ -154,7 +191,7 @@ class Exchanger:
         finally:
             self._unregister(key, None)
 
-    def _register(self, sockets: list[socket.socket], request_id: int | None) -> int:
+    def _register(self, sockets: _Sockets, request_id: int | None) -> int:
         with self._lock:
             if self._stopping.is_set():
                 raise Stopped
@@ -171,12 +208,17 @@ class Exchanger:
             if request_id is not None:
                 self._by_request.pop(request_id, None)
 
-    def _tracer(self, sockets: list[socket.socket]) -> Callable[[str, dict[str, Any]], None]:
+    def _tracer(self, sockets: _Sockets) -> Callable[[str, dict[str, Any]], None]:
         def trace(event: str, info: dict[str, Any]) -> None:
             # httpcore reports each new connection's stream ("...connect_tcp.complete",
             # "...start_tls.complete"): keep its socket so close() can wake a read.
             if event.endswith(".complete"):
                 self._track(info.get("return_value"), sockets)
+            elif event == "http11.send_request_headers.started":
+                # A pooled connection taken again reports no connect event,
+                # and its response's stream only once the headers have come
+                # (a server may hold them back for seconds): find it now.
+                self._track(_sending_stream(), sockets)
 
         return trace
 
@@ -203,7 +245,7 @@ class Exchanger:
                 raise Failure(exc, True) from None
             raise Failure(exc, False) from None
 
-    def _track(self, stream: object, sockets: list[socket.socket]) -> None:
+    def _track(self, stream: object, sockets: _Sockets) -> None:
         get_extra_info = getattr(stream, "get_extra_info", None)
         if get_extra_info is None:
             return
@@ -211,13 +253,13 @@ class Exchanger:
             sock = get_extra_info("socket")
         except Exception:  # a foreign stream type
             return
-        if not isinstance(sock, socket.socket):
+        if not isinstance(sock, socket.socket) or sock in sockets:
             return
         sockets.append(sock)
         if self._owns_client:
             self._own_sockets.add(sock)
-        if self._stopping.is_set():
-            wake(sock)  # wake_all already swept the in-flight sockets
+        if self._stopping.is_set() or sockets.abandoned:
+            wake(sock)  # wake_all or close_stream already swept this exchange
 
     # ----------------------------------------------------------- bodies
 
@@ -291,10 +333,15 @@ class Exchanger:
         none is in flight."""
         with self._lock:
             key = self._by_request.get(request_id)
-            sockets = list(self._inflight.get(key, ())) if key is not None else []
+            tracked = self._inflight.get(key) if key is not None else None
+            if tracked is None:
+                return False
+            # Set before the copy: a socket tracked after it wakes itself.
+            tracked.abandoned = True
+            sockets = list(tracked)
         for sock in sockets:
             wake(sock)
-        return key is not None
+        return True
 
     def wake_all(self) -> None:
         """Wake every blocked read (teardown: the requests they serve have
