@@ -14,15 +14,33 @@ lets go of the GIL around it.
 
 Loaded on first use (ctypes takes about 2 ms to import); where ctypes or
 libc is missing (Windows, say), the ``os`` functions stand in.
+
+The fast path fails soft. Any exception from ctypes, at load or in any later
+call (an audit hook installed after the first connect that refuses
+``ctypes.get_errno`` or ``ctypes.cdata/buffer``, say: it raises
+``RuntimeError``), turns it off for the whole process (:func:`_give_up`):
+one INFO record on ``mcp_sync.transport`` (event ``fast_path_off``), and
+from then on every function here, including those already handed out, goes
+to the ``os`` function, which also completes the operation that failed.
+That completion neither loses nor repeats data: an audit hook runs before
+the operation it audits, and the foreign calls themselves raise only before
+the system call (argument conversion, ctypes' errno space) or after it
+failed (``get_errno``), never after one that moved data. (The exception is
+a ``MemoryError`` boxing a read or write's byte count: a process that short
+of memory has lost more than a frame.) So the functions here raise only what
+their ``os`` twins raise.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from .._log import transport_event
 
 if TYPE_CHECKING:
     import select
@@ -41,8 +59,11 @@ Modify = Callable[[int, int], None]
 """``epoll.modify(fd, events)``'s shape, and its errors."""
 
 _EMPTY = frozenset((errno.EAGAIN, errno.EWOULDBLOCK))
-_lock = threading.Lock()  # guards the one-time load of _libc
-_libc: Any = None  # ctypes' handle on libc (False: none to be had)
+_lock = threading.Lock()  # guards the one-time load of _libc, and giving up on it
+# ctypes' handle on libc; False: none to be had, or given up on. Every
+# function handed out looks at it on each call: False sends it to os.
+_libc: Any = None
+_told = False  # the one record that the fast path is off was logged
 
 
 def plain_write(fd: int, data: bytes, size: int) -> int:
@@ -53,9 +74,29 @@ def plain_write(fd: int, data: bytes, size: int) -> int:
         return -1
 
 
+def _give_up(operation: str, error: Exception) -> None:
+    """ctypes raised ``error`` in ``operation``: the ``os`` functions stand
+    in from now on, in every session of this process; the first time, one
+    record says so (the error's type only: its text may be a hook's)."""
+    global _libc, _told
+    with _lock:
+        _libc = False
+        if _told:
+            return
+        _told = True
+    kind = type(error).__name__
+    transport_event(
+        logging.INFO, "fast_path_off", "",
+        "GIL-keeping pipe I/O is off for this process: ctypes raised %s in %s; "
+        "the os functions stand in",
+        kind, operation, operation=operation, error_kind=kind,
+    )  # fmt: skip
+
+
 def _load() -> Any:
     global _libc
     if _libc is None:
+        failure: Exception | None = None
         with _lock:
             if _libc is None:
                 libc: Any
@@ -68,21 +109,40 @@ def _load() -> Any:
                     # buffer) and int; the ABIs this runs on widen an int
                     # argument to the register a size_t is read from.
                     libc.read.restype = libc.write.restype = ctypes.c_ssize_t
-                    # A trial call (EBADF): whatever refuses ctypes (an
-                    # audit hook on its events, say) does so here, not in a
-                    # caller's write.
+                    # A trial call (EBADF): whatever refuses ctypes from the
+                    # start (an audit hook on its events, say) does so here,
+                    # not in a caller's write.
                     libc.read(-1, None, 0)
-                except Exception:  # no ctypes, no libc (Windows: TypeError), a refusing hook
-                    libc = False
+                except Exception as error:  # no ctypes, no libc (Windows: TypeError), a refusing hook
+                    libc, failure = False, error
                 _libc = libc
+        if failure is not None:
+            _give_up("loading libc", failure)  # (outside _lock, which it takes)
     return _libc
 
 
 def held_write() -> Write:
     """The GIL-keeping write, or ``plain_write`` where there is none."""
     libc = _load()
-    write: Write = plain_write if libc is False else libc.write
-    return write
+    if libc is False:
+        return plain_write
+    try:
+        write = libc.write  # (looked up at load: no dlsym here)
+    except Exception as error:
+        _give_up("write", error)
+        return plain_write
+
+    def held(fd: int, data: bytes, size: int) -> int:
+        if _libc is not False:
+            try:
+                got: int = write(fd, data, size)
+            except Exception as error:  # raised before write(2): nothing went out
+                _give_up("write", error)
+            else:
+                return got
+        return plain_write(fd, data, size)
+
+    return held
 
 
 def held_reader(size: int) -> Read:
@@ -92,22 +152,32 @@ def held_reader(size: int) -> Read:
     libc = _load()
     if libc is False:
         return os.read
-    import ctypes
-
     space = bytearray(size)
     view = memoryview(space)
-    target = (ctypes.c_char * size).from_buffer(space)
-    read, errno_of = libc.read, ctypes.get_errno
+    try:
+        import ctypes
+
+        target = (ctypes.c_char * size).from_buffer(space)
+        read, errno_of = libc.read, ctypes.get_errno
+    except Exception as error:  # (from_buffer is audited: ctypes.cdata/buffer)
+        _give_up("read buffer", error)
+        return os.read
 
     def held_read(fd: int, count: int) -> bytes:
-        got: int = read(fd, target, count if count < size else size)
-        if got < 0:
-            code = errno_of()
-            if code in _EMPTY:  # (a leader reading ahead meets this often)
-                raise BlockingIOError(code, os.strerror(code))
-            # Anything else: os.read says what (or retries an EINTR).
+        if _libc is False:
             return os.read(fd, count)
-        return view[:got].tobytes()
+        try:
+            got: int = read(fd, target, count if count < size else size)
+            code = 0 if got >= 0 else errno_of()
+        except Exception as error:  # before read(2), or after it failed: nothing was read
+            _give_up("read", error)
+            return os.read(fd, count)
+        if got >= 0:
+            return view[:got].tobytes()
+        if code in _EMPTY:  # (a leader reading ahead meets this often)
+            raise BlockingIOError(code, os.strerror(code))
+        # Anything else: os.read says what (or retries an EINTR).
+        return os.read(fd, count)
 
     return held_read
 
@@ -139,20 +209,30 @@ def held_modify(epoll: select.epoll) -> Modify:
     # checked here, so epoll.modify stands in there).
     if libc is False or os.uname().machine != "x86_64":
         return epoll.modify
-    import ctypes
+    try:
+        import ctypes
 
-    event_type = _epoll_event()
-    ctl = libc.epoll_ctl  # (restype: int, ctypes' default)
+        event_type = _epoll_event()
+        ctl = libc.epoll_ctl  # (restype: int, ctypes' default; audited: ctypes.dlsym)
+        pointer = ctypes.pointer
+    except Exception as error:
+        _give_up("epoll_ctl lookup", error)
+        return epoll.modify
     epfd, modify = epoll.fileno(), epoll.modify
     # One event per (fd, events), made once and never changed: any thread
     # may pass it. (data carries the fd, as epoll.modify sets it.)
     events_of: dict[tuple[int, int], Any] = {}
 
     def held(fd: int, events: int) -> None:
-        event = events_of.get((fd, events))
-        if event is None:
-            event = events_of[fd, events] = ctypes.pointer(event_type(events, fd))
-        if epoll.closed or ctl(epfd, _EPOLL_CTL_MOD, fd, event) < 0:
-            modify(fd, events)  # raises what went wrong (or retries an EINTR)
+        if _libc is not False and not epoll.closed:
+            try:
+                event = events_of.get((fd, events))
+                if event is None:
+                    event = events_of[fd, events] = pointer(event_type(events, fd))
+                if ctl(epfd, _EPOLL_CTL_MOD, fd, event) >= 0:
+                    return
+            except Exception as error:  # before epoll_ctl(2) (which is idempotent anyway)
+                _give_up("epoll_ctl", error)
+        modify(fd, events)  # raises what went wrong (or retries an EINTR)
 
     return held
