@@ -463,7 +463,7 @@ class ServerRequests:
             if entry.timer is not None:
                 entry.timer.cancel()
         if self._tasks is not None:
-            self._tasks.close()
+            self._tasks.close(max(0.0, deadline - time.monotonic()))
         self._pool.close(max(0.0, deadline - time.monotonic()))
 
 

@@ -15,7 +15,9 @@ most ``MAX_HELD_TASKS`` tasks are held (a task-augmented request past that
 is refused with an error reply); each lives at most its TTL (the server's,
 within ``[MIN_TTL_MS, MAX_TTL_MS]``; ``DEFAULT_TTL_MS`` when it asks none),
 after which it is dropped and its handler told (``request.cancelled``); a
-result is dropped as soon as ``tasks/result`` has delivered it. A task's
+result is dropped as soon as ``tasks/result`` has delivered it. One thread
+per store (``mcp_sync-<server>-task-ttl``) times every held task: made when
+the first task is held, gone once none is (and at close). A task's
 handler is bounded by the task's TTL, not by ``Handlers.timeout_ms`` (the
 point of a task is that the answer may take long: a person filling a form).
 
@@ -26,6 +28,7 @@ only.
 
 from __future__ import annotations
 
+import heapq
 import math
 import secrets
 import threading
@@ -88,7 +91,7 @@ class _Held:
 
     __slots__ = (
         "cancelled", "created", "error", "expires", "method", "result", "status",
-        "status_message", "task_id", "timer", "ttl_ms", "updated", "waiters",
+        "status_message", "task_id", "ttl_ms", "updated", "waiters",
     )  # fmt: skip
 
     def __init__(self, task_id: str, method: str, ttl_ms: int) -> None:
@@ -103,7 +106,6 @@ class _Held:
         self.error: tuple[int, str] | None = None
         self.waiters: list[int | str] = []
         self.cancelled = threading.Event()  # the handler's request.cancelled
-        self.timer: threading.Timer | None = None
 
     @property
     def terminal(self) -> bool:
@@ -142,11 +144,20 @@ class ClientTasks:
         self._name = name
         self.methods = methods  # the TASKABLE methods the handlers serve
         self._reply = reply
-        # Guards _held and every _Held's fields: taken briefly by the reader
-        # (tasks/* requests), the handler pool (a task ends), the TTL timers
-        # and close(). Replies are sent after it is released.
+        # Guards _held, every _Held's fields, the expiry heap, _timer and
+        # _closed: taken briefly by the reader (tasks/* requests), the handler
+        # pool (a task ends), the timer thread and close(). Replies are sent
+        # after it is released. The timer thread waits on _due (over _lock)
+        # until the earliest expiry, or until woken by an earlier one, the
+        # last task going, or close().
         self._lock = threading.Lock()
+        self._due = threading.Condition(self._lock)
         self._held: dict[str, _Held] = {}
+        # (expires, task id) of every held task; an entry whose task has
+        # gone stays until its time, or until the heap is rebuilt (past
+        # twice MAX_HELD_TASKS entries) or emptied (no task held).
+        self._expiries: list[tuple[float, str]] = []
+        self._timer: threading.Thread | None = None
         self._closed = False
 
     def capability(self) -> dict[str, Any]:
@@ -174,20 +185,59 @@ class ClientTasks:
             if len(self._held) >= MAX_HELD_TASKS:
                 return INTERNAL_ERROR, f"the client already holds {MAX_HELD_TASKS} tasks"
             self._held[held.task_id] = held
-        timer = threading.Timer(ttl_ms / 1000, self._expire, args=(held.task_id,))
-        timer.name = f"{self._name}-task-ttl"
-        timer.daemon = True
-        held.timer = timer
-        try:
-            timer.start()
-        except RuntimeError:  # no thread to be had: the task lives until fetched or closed
-            held.timer = None
+            self._time(held)
         return held
+
+    def _time(self, held: _Held) -> None:
+        """Put ``held`` on the timer (under the lock), starting its thread if
+        there is none. Without a thread to be had, a task lives until it is
+        fetched or the session closes, and the next task tries again."""
+        expiries = self._expiries
+        if len(expiries) >= 2 * MAX_HELD_TASKS:
+            # Drop the entries of tasks gone (delivered, dropped) meanwhile.
+            expiries[:] = [(task.expires, task.task_id) for task in self._held.values() if task is not held]
+            heapq.heapify(expiries)
+        heapq.heappush(expiries, (held.expires, held.task_id))
+        if self._timer is not None:
+            if expiries[0][1] == held.task_id:
+                self._due.notify()  # due before what the thread waits for
+            return
+        thread = threading.Thread(target=self._run_timer, name=f"{self._name}-task-ttl", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:
+            return
+        self._timer = thread
+
+    def _run_timer(self) -> None:
+        """The store's one timer thread: expires each task at its time; ends
+        once no task is held, or at close."""
+        expiries, due = self._expiries, self._due
+        while True:
+            expired: list[str] = []
+            with due:
+                while True:
+                    if self._closed or not self._held:
+                        expiries.clear()
+                        self._timer = None
+                        return
+                    now = time.monotonic()
+                    while expiries and expiries[0][0] <= now:
+                        expired.append(heapq.heappop(expiries)[1])
+                    if expired:
+                        break
+                    if not expiries:  # (held tasks always have an entry)
+                        self._timer = None
+                        return
+                    due.wait(min(expiries[0][0] - now, threading.TIMEOUT_MAX))
+            for task_id in expired:
+                self._expire(task_id)
 
     def drop(self, held: _Held) -> None:
         with self._lock:
             self._held.pop(held.task_id, None)
-        self._forget(held)
+            self._wake_if_idle()
+        held.cancelled.set()
 
     def finish(self, held: _Held, result: Any, error: tuple[int, str] | None) -> None:
         """The handler of ``held`` ended (from the pool's thread)."""
@@ -201,6 +251,7 @@ class ClientTasks:
             waiters, held.waiters = held.waiters, []
             if waiters:
                 self._held.pop(held.task_id, None)  # delivered: dropped
+                self._wake_if_idle()
         self._deliver(held, waiters, dropped=bool(waiters))
 
     # ------------------------------------------------------- the tasks/* requests
@@ -240,6 +291,7 @@ class ClientTasks:
                     return
             else:
                 self._held.pop(task_id, None)  # delivered: dropped
+                self._wake_if_idle()
         if held is None or error is not None:
             self._reply(request_id, None, error)
             return
@@ -266,7 +318,8 @@ class ClientTasks:
     # ------------------------------------------------------- ending
 
     def _expire(self, task_id: str) -> None:
-        """A task's TTL passed: drop it; its handler is told, its waiters get an error."""
+        """A task's TTL passed (on the timer thread): drop it; its handler is
+        told, its waiters get an error. A task already gone is skipped."""
         with self._lock:
             held = self._held.pop(task_id, None)
             if held is None:
@@ -276,26 +329,31 @@ class ClientTasks:
         for waiter in waiters:
             self._reply(waiter, None, (INTERNAL_ERROR, "the task expired (its ttl passed)"))
 
+    def _wake_if_idle(self) -> None:
+        """(Under the lock) the last task has gone: the timer thread ends."""
+        if not self._held and self._timer is not None:
+            self._due.notify()
+
     def _deliver(self, held: _Held, waiters: list[int | str], *, dropped: bool) -> None:
         if dropped:
-            self._forget(held)
+            held.cancelled.set()
         if not waiters:
             return
         result, error = held.outcome()
         for waiter in waiters:
             self._reply(waiter, result, error)
 
-    @staticmethod
-    def _forget(held: _Held) -> None:
-        held.cancelled.set()
-        if held.timer is not None:
-            held.timer.cancel()
-
-    def close(self) -> None:
-        """The session ends: every task is dropped, its handler told; nothing more is sent."""
+    def close(self, timeout: float = 0.0) -> None:
+        """The session ends: every task is dropped, its handler told; nothing
+        more is sent. The timer thread ends; waited for up to ``timeout`` s."""
         with self._lock:
             self._closed = True
             held = list(self._held.values())
             self._held.clear()
+            self._expiries.clear()
+            self._due.notify()
+            timer = self._timer
         for task in held:
-            self._forget(task)
+            task.cancelled.set()
+        if timer is not None and timer is not threading.current_thread() and timeout > 0:
+            timer.join(timeout)
