@@ -109,8 +109,10 @@ __all__ = [
     "PROBE_BUSY_MAX_MS",
     "PROBE_GRACE_MS",
     "PROTOCOLS",
+    "Abort",
     "EraMemory",
     "Negotiated",
+    "abortable",
     "check_protocol",
     "negotiate",
     "remembering",
@@ -196,6 +198,57 @@ def remembering(memory: EraMemory) -> Iterator[None]:
         _MEMORY.reset(token)
 
 
+class Abort:
+    """A way to stop a connect that runs on another thread (``Servers``
+    connects on a thread of its own): :meth:`abort` ends the session being
+    negotiated with ``error``, at once or as soon as its transport is
+    started, and the connect raises it after tearing that transport down, as
+    on any failure."""
+
+    __slots__ = ("_core", "_error", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards _core and _error; never held across a call
+        self._core: _Core | None = None
+        self._error: McpError | None = None
+
+    def abort(self, error: McpError) -> None:
+        with self._lock:
+            if self._error is None:
+                self._error = error
+            core = self._core
+        if core is not None:
+            core.terminate(error)
+
+    def watching(self, open_core: Callable[[], _Core]) -> Callable[[], _Core]:
+        """``open_core``, made to hand each core it starts to this abort."""
+
+        def opened() -> _Core:
+            core = open_core()
+            with self._lock:
+                self._core = core
+                error = self._error
+            if error is not None:
+                core.terminate(error)
+            return core
+
+        return opened
+
+
+# The abort of the connect running in this context.
+_ABORT: ContextVar[Abort | None] = ContextVar("mcp_sync_connect_abort", default=None)
+
+
+@contextlib.contextmanager
+def abortable(abort: Abort) -> Iterator[None]:
+    """``connect()`` calls inside can be stopped from another thread with ``abort``."""
+    token = _ABORT.set(abort)
+    try:
+        yield
+    finally:
+        _ABORT.reset(token)
+
+
 class _Fresh(Exception):
     """Connect again on a fresh transport with the handshake alone."""
 
@@ -211,6 +264,9 @@ def negotiate(
     """Open a session with ``open_core()`` (which starts its transport), settle
     its era and fetch the catalog. On any failure nothing is left running."""
     memory = _MEMORY.get() if protocol == "auto" else None
+    abort = _ABORT.get()
+    if abort is not None:
+        open_core = abort.watching(open_core)
     core = open_core()
     try:
         if protocol == LEGACY:
