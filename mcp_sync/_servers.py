@@ -10,21 +10,30 @@ session is a forked copy). A server that keeps failing is held back with an
 exponential delay instead of being started again and again (see
 :class:`RespawnPolicy`).
 
+Every wait takes the caller's remaining budget (:class:`_Budget`). A connect
+runs on a library thread of its own (:class:`_Connecting`, one per server at a
+time); the caller that starts it and every caller that comes while it runs
+wait for its outcome at most until their own deadlines, then raise
+:class:`Timeout`. The connect goes on, and the next caller takes the session
+it made. :meth:`Servers.close` stops a connect under way (through its
+:class:`~._eras.Abort`) and waits for its thread: nothing outlives ``close()``.
+
 Locks:
 
-- ``_Slot.lock``: one connect at a time per server. Its holder is the only
-  thread that starts that server; every other thread that needs it waits here
-  and takes the outcome of that one attempt.
+- ``_Slot.lock``: the slot's bookkeeping (its session, the connect under
+  way, failures, next attempt), held for a few statements only, never across
+  a connect. Whoever holds it decides whether a connect starts; one runs at
+  a time per server.
 - ``Servers._lock``: whether the set is closed and which health thread runs.
-
-The bookkeeping of a slot (failures, next attempt) changes only under its lock.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import logging
+import math
 import os
 import threading
 import time
@@ -35,15 +44,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import _log
 from ._client import connect
-from ._eras import EraMemory, remembering
+from ._eras import Abort, EraMemory, abortable, remembering
 from ._errors import (
     ConnectionClosed,
     InvalidOption,
     McpError,
     RemoteError,
     ServerUnavailable,
+    Timeout,
 )
-from ._limits import check_limit
+from ._limits import DEFAULT_REQUEST_TIMEOUT_MS, check_limit, seconds
 from ._redact import Diagnostics
 from ._session import CLOSED_BY_CALLER, FORKED
 from ._session_api import Session
@@ -58,6 +68,7 @@ __all__ = ["DEFAULT_HEALTH_CHECK_TIMEOUT_MS", "RespawnPolicy", "Servers"]
 DEFAULT_HEALTH_CHECK_TIMEOUT_MS = 5_000
 
 _HEALTH_THREAD = "mcp_sync-servers-health"
+_CONNECT_THREAD = "mcp_sync-servers-connect"
 _JOIN = 5.0
 
 # Every Servers of this process: a forked child resets their locks and
@@ -119,6 +130,73 @@ class RespawnPolicy:
         return delay_ms / 1000.0
 
 
+class _Budget:
+    """How long one caller may still wait: its deadline (``None``: as long as
+    the work it waits for takes, which bounds itself) and the option it came
+    from, named in the :class:`Timeout` it gets. Every wait of a caller --
+    the slot's lock, a connect under way -- takes what is left of it."""
+
+    __slots__ = ("deadline", "option")
+
+    def __init__(self, timeout_ms: int | None, option: str = "timeout_ms") -> None:
+        self.deadline = None if timeout_ms is None else time.monotonic() + seconds(timeout_ms)
+        self.option = f"{option}={timeout_ms}"
+
+    @classmethod
+    def of(cls, timeout_ms: object, entry: ServerEntry | None) -> _Budget:
+        """A caller's ``timeout_ms`` (checked), else for a request the entry's
+        ``request_timeout_ms`` (``entry`` None: no deadline of its own)."""
+        if timeout_ms is not None:
+            return cls(check_limit("timeout_ms", timeout_ms))
+        if entry is None:
+            return cls(None)
+        given: int | None = getattr(entry, "request_timeout_ms", None)  # a limit field
+        default = given or DEFAULT_REQUEST_TIMEOUT_MS
+        return cls(default, "request_timeout_ms")
+
+    def left(self) -> float | None:
+        """Seconds left (at least 0), as ``threading`` takes them; None: no deadline."""
+        if self.deadline is None:
+            return None
+        return min(max(self.deadline - time.monotonic(), 0.0), threading.TIMEOUT_MAX)
+
+    def left_ms(self, server: str) -> int:
+        """What is left, as a request's ``timeout_ms``; :class:`Timeout` when nothing is."""
+        left = self.left()
+        assert left is not None
+        if left <= 0:
+            raise Timeout(f"connecting server {server!r} took the whole budget ({self.option})")
+        return max(1, math.floor(left * 1000))
+
+    def missed(self, what: str, then: str = "") -> Timeout:
+        """The error of a wait for ``what`` that ran out of budget."""
+        return Timeout(f"{what} ({self.option}) missed its deadline{then}")
+
+
+class _Connecting:
+    """One connect of a slot's server, running on a library thread; the
+    callers that need the server wait for :attr:`done` (each at most its own
+    budget) and then take its outcome."""
+
+    __slots__ = ("abort", "crash", "done", "error", "session", "thread")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.abort = Abort()
+        self.session: Session | None = None
+        self.error: McpError | None = None
+        self.crash: BaseException | None = None  # a bug: raised again to every waiter
+        self.thread: threading.Thread | None = None
+
+    def outcome(self) -> Session:
+        if self.crash is not None:
+            raise self.crash
+        if self.error is not None:
+            raise self.error._copy()  # one instance per waiter
+        assert self.session is not None
+        return self.session
+
+
 @dataclass(eq=False)
 class _Slot:
     """One configured server, in this process."""
@@ -127,10 +205,8 @@ class _Slot:
     lock: threading.Lock = field(default_factory=threading.Lock)
     session: Session | None = None
     connected_at: float = 0.0
-    # Connect attempts that finished, and the error of the latest (None: it
-    # connected). A thread that waited on the lock for an attempt gets its outcome.
-    attempts: int = 0
-    outcome: McpError | None = None
+    # The connect under way, if any: every caller that needs the server waits for it.
+    connecting: _Connecting | None = None
     failures: int = 0  # in a row (see RespawnPolicy)
     last_error: McpError | None = None
     retry_at: float = 0.0  # time.monotonic() before which nothing is started
@@ -142,7 +218,7 @@ class _Slot:
     def reset(self) -> None:
         """In a forked child: the parent's lock holders and history stay behind."""
         self.lock = threading.Lock()
-        self.attempts, self.outcome = 0, None
+        self.connecting = None  # its thread stayed in the parent
         self.failures, self.last_error, self.retry_at = 0, None, 0.0
         self.spawns = 0
 
@@ -258,20 +334,39 @@ class Servers:
 
     # ------------------------------------------------------------------ using
 
-    def session(self, name: str) -> Session:
+    def session(self, name: str, *, timeout_ms: int | None = None) -> Session:
         """This process's session with server ``name``, connected (or
         replaced) now if need be.
 
+        Waits for that connect (started here, or by another caller) at most
+        ``timeout_ms``, then raises :class:`Timeout` while the connect goes
+        on (a later call takes its session); by default it waits for the
+        connect's outcome, which ``handshake_timeout_ms`` bounds.
+
         Raises :class:`KeyError` for a name that is not configured, whatever
-        :func:`connect` raises when the attempt made for this call fails, and
-        :class:`ServerUnavailable` while the server is held back after
+        :func:`connect` raises when the attempt this call waited for fails,
+        and :class:`ServerUnavailable` while the server is held back after
         failing again and again.
         """
         slot = self._slot(name)
+        budget = _Budget.of(timeout_ms, None)
         session = slot.session
         if session is not None and not session.closed:
             return session
-        return self._connect(slot)
+        return self._connect(slot, budget)
+
+    def _within(self, name: str, timeout_ms: int | None) -> tuple[Session, int | None]:
+        """Server ``name``'s session and the ``timeout_ms`` left for a
+        request on it: unchanged when it was connected already, else what the
+        connect left of the caller's budget (``request_timeout_ms`` when no
+        ``timeout_ms`` was given)."""
+        slot = self._slot(name)
+        session = slot.session
+        if session is not None and not session.closed:
+            return session, timeout_ms
+        budget = _Budget.of(timeout_ms, slot.entry)
+        session = self._connect(slot, budget)
+        return session, budget.left_ms(slot.entry.server)
 
     def call_tool(
         self,
@@ -286,11 +381,11 @@ class Servers:
 
         A call that was under way when its server died fails (it may have had
         effects on the server, so it is not repeated); the next call gets a
-        fresh server.
+        fresh server. A connect on the way counts against ``timeout_ms``
+        (default ``request_timeout_ms``): the call is back by then.
         """
-        return self.session(server).call_tool(
-            tool, arguments, timeout_ms=timeout_ms, traceparent=traceparent
-        )
+        session, left_ms = self._within(server, timeout_ms)
+        return session.call_tool(tool, arguments, timeout_ms=left_ms, traceparent=traceparent)
 
     def submit_tool(
         self,
@@ -303,10 +398,9 @@ class Servers:
     ) -> ToolCall:
         """``self.session(server).submit_tool(tool, arguments, ...)``: the
         handle of a call on that server's current session (connected first if
-        need be, which blocks)."""
-        return self.session(server).submit_tool(
-            tool, arguments, timeout_ms=timeout_ms, traceparent=traceparent
-        )
+        need be, which blocks, and counts against ``timeout_ms``)."""
+        session, left_ms = self._within(server, timeout_ms)
+        return session.submit_tool(tool, arguments, timeout_ms=left_ms, traceparent=traceparent)
 
     def map_tool(  # noqa: PLR0913
         self,
@@ -320,26 +414,45 @@ class Servers:
     ) -> Iterator[CallToolResult]:
         """``self.session(server).map_tool(tool, arguments, ...)``, on the
         session current when it is called (a respawn meanwhile fails the calls
-        in flight, as for call_tool)."""
-        return self.session(server).map_tool(
+        in flight, as for call_tool). A connect on the way waits at most
+        ``timeout_ms`` (default ``request_timeout_ms``); each call then has
+        its own."""
+        slot = self._slot(server)
+        session = slot.session
+        if session is None or session.closed:
+            session = self._connect(slot, _Budget.of(timeout_ms, slot.entry))
+        return session.map_tool(
             tool, arguments, max_in_flight=max_in_flight, timeout_ms=timeout_ms,
             traceparent=traceparent,
         )  # fmt: skip
 
     def close(self) -> None:
-        """Close every server's session and stop the health check. Idempotent,
-        thread-safe; later use raises :class:`ConnectionClosed`. Runs at
+        """Close every server's session, stop any connect under way (its
+        server process ends, its threads with it) and the health check.
+        Idempotent, thread-safe; later use raises :class:`ConnectionClosed`,
+        and so does a wait for a connect that this stopped. Runs at
         interpreter exit too."""
         with self._lock:
             self._closed = True
             health = self._health
             thread = health.thread
         health.halt()
+        stopped: list[_Connecting] = []
         for slot in self._slots.values():
+            with slot.lock:  # no connect starts after this (the closed flag is set)
+                connecting = slot.connecting
+            if connecting is not None:
+                connecting.abort.abort(ConnectionClosed(CLOSED_BY_CALLER))
+                stopped.append(connecting)
             session = slot.session
             if session is not None:
                 session.close()
-        if thread is not None and thread is not threading.current_thread():
+        current = threading.current_thread()
+        for connecting in stopped:
+            # The connect tears its transport down and ends; its callers are released.
+            if connecting.thread is not None and connecting.thread is not current:
+                connecting.thread.join(_JOIN)
+        if thread is not None and thread is not current:
             thread.join(_JOIN)
 
     def __enter__(self) -> Servers:
@@ -350,24 +463,37 @@ class Servers:
 
     # ------------------------------------------------------------------ connecting
 
-    def _connect(self, slot: _Slot) -> Session:
-        seen = slot.attempts
-        with slot.lock:
+    def _connect(self, slot: _Slot, budget: _Budget) -> Session:
+        """The slot's live session, else the outcome of the connect under way
+        or of one started now; waits at most what is left of ``budget``."""
+        name = slot.entry.server
+        left = budget.left()
+        if not slot.lock.acquire(timeout=-1 if left is None else left):
+            raise budget.missed(f"waiting to connect server {name!r}")
+        try:
             if self._closed:
                 raise ConnectionClosed(CLOSED_BY_CALLER)
             session = slot.session
             if _live(session):
                 assert session is not None
                 return session
-            if slot.attempts != seen and slot.outcome is not None:
-                # We waited for another thread's attempt, and it failed.
-                raise slot.outcome._copy()
-            now = time.monotonic()
-            if session is not None:
-                self._retire(slot, session, now)
-            if now < slot.retry_at:
-                raise self._unavailable(slot, now)
-            return self._attempt(slot)
+            connecting = slot.connecting
+            if connecting is None:
+                now = time.monotonic()
+                if session is not None:
+                    self._retire(slot, session, now)
+                if now < slot.retry_at:
+                    raise self._unavailable(slot, now)
+                connecting = slot.connecting = self._begin(slot)
+        finally:
+            slot.lock.release()
+        if not connecting.done.wait(budget.left()):
+            raise budget.missed(
+                f"connecting server {name!r}", "; the connect goes on, and a later call may use it"
+            )
+        if self._closed:
+            raise ConnectionClosed(CLOSED_BY_CALLER)
+        return connecting.outcome()
 
     def _retire(self, slot: _Slot, session: Session, now: float) -> None:
         """Account for a session that ended (holding the slot's lock)."""
@@ -385,7 +511,9 @@ class Servers:
         slot.retry_at = ended + self._policy.delay(slot.failures)
         self._held_back(slot, now)
 
-    def _attempt(self, slot: _Slot) -> Session:
+    def _begin(self, slot: _Slot) -> _Connecting:
+        """Start a connect of the slot's server on a library thread (holding
+        the slot's lock)."""
         name = slot.entry.server
         if slot.spawns or slot.ended_by is not None or slot.failures:
             cause = slot.ended_by or slot.last_error
@@ -395,28 +523,52 @@ class Servers:
                 name, slot.spawns + 1, slot.failures,
                 attempt=slot.spawns + 1, failures=slot.failures, cause=cause,
             )  # fmt: skip
+        connecting = _Connecting()
+        # The caller's context (logging, tracing) goes with the connect it started.
+        context = contextvars.copy_context()
+        connecting.thread = threading.Thread(
+            target=context.run,
+            args=(self._attempt, slot, connecting),
+            name=_CONNECT_THREAD,
+            daemon=True,
+        )
+        connecting.thread.start()
+        return connecting
+
+    def _attempt(self, slot: _Slot, connecting: _Connecting) -> None:
+        """The connect thread: connect, record the outcome on the slot, wake the waiters."""
+        session: Session | None = None
+        error: McpError | None = None
         try:
-            with remembering(slot.era):
+            with remembering(slot.era), abortable(connecting.abort):
                 session = connect(slot.entry, diagnostics=self._diagnostics)
         except McpError as exc:
-            slot.attempts += 1
-            slot.outcome = slot.last_error = exc
-            slot.failures += 1
-            now = time.monotonic()
-            slot.retry_at = now + self._policy.delay(slot.failures)
-            slot.ended_by = None
-            self._held_back(slot, now)
-            raise
-        slot.attempts += 1
-        slot.outcome = slot.ended_by = None
-        slot.session = session
-        slot.connected_at = time.monotonic()
-        slot.spawns += 1
-        if self._closed:  # close() ran while we were connecting
-            session.close()
-            raise ConnectionClosed(CLOSED_BY_CALLER)
-        self._start_health()
-        return session
+            error = exc.with_traceback(None)
+        except BaseException as exc:  # a bug: every waiter gets it
+            connecting.crash = exc
+        try:
+            with slot.lock:
+                slot.connecting = None
+                now = time.monotonic()
+                if session is not None:
+                    slot.ended_by = None
+                    slot.session = session
+                    slot.connected_at = now
+                    slot.spawns += 1
+                elif error is not None and not self._closed:
+                    slot.last_error = error
+                    slot.failures += 1
+                    slot.retry_at = now + self._policy.delay(slot.failures)
+                    slot.ended_by = None
+                    self._held_back(slot, now)
+            if session is not None:
+                if self._closed:  # close() ran while we were connecting
+                    session.close()
+                else:
+                    self._start_health()
+        finally:
+            connecting.session, connecting.error = session, error
+            connecting.done.set()
 
     def _held_back(self, slot: _Slot, now: float) -> None:
         if slot.retry_at > now:
@@ -484,7 +636,7 @@ class Servers:
                         self._unhealthy(slot, exc)
             # A failure is recorded on the slot and logged; a request meets it next.
             with contextlib.suppress(McpError):
-                self._connect(slot)
+                self._connect(slot, _Budget(None))
 
     def _unhealthy(self, slot: _Slot, error: McpError) -> None:
         name = slot.entry.server
