@@ -295,6 +295,62 @@ def thread_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------------------
+# Heartbeat: nothing a hostile server sends may starve the host's other threads
+# --------------------------------------------------------------------------------------
+
+# The longest a thread of the host may go without running while a hostile-server test
+# runs. A server that makes the library hold the GIL (one long C call over its bytes,
+# a backtracking regex) shows as a gap of seconds; 0.5 s leaves room for a busy 2-core
+# machine's scheduler, which on its own delays a runnable thread by milliseconds.
+HEARTBEAT_MAX_GAP = 0.5
+# How often the heartbeat thread wakes.
+HEARTBEAT_TICK = 0.01
+
+
+class Heartbeat:
+    """A thread that wakes every ``HEARTBEAT_TICK`` s and keeps the longest gap
+    between two of its wake-ups (``worst``, seconds) and when it happened."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="test-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        last = time.monotonic()
+        while not self._stop.wait(HEARTBEAT_TICK):
+            now = time.monotonic()
+            self.worst = max(self.worst, now - last)
+            last = now
+
+    def stop(self) -> float:
+        """Stop the thread (joined) and return the longest gap it saw."""
+        self._stop.set()
+        self._thread.join()
+        return self.worst
+
+
+@pytest.fixture(autouse=True)
+def heartbeat_check(request: pytest.FixtureRequest) -> Iterator[Heartbeat | None]:
+    """For tests marked ``hostile``: fail the test if a heartbeat thread running beside
+    it was starved for more than ``HEARTBEAT_MAX_GAP`` s at any moment."""
+    if request.node.get_closest_marker("hostile") is None:
+        yield None
+        return
+    beat = Heartbeat()
+    try:
+        yield beat
+    finally:
+        worst = beat.stop()
+    if worst > HEARTBEAT_MAX_GAP:
+        pytest.fail(
+            f"the heartbeat thread was starved for {worst:.2f} s (at most {HEARTBEAT_MAX_GAP} s)",
+            pytrace=False,
+        )
+
+
+# --------------------------------------------------------------------------------------
 # Servers listening on loopback
 # --------------------------------------------------------------------------------------
 
@@ -507,6 +563,10 @@ PEER_FIXTURES = frozenset(
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "allow_thread_leak: skip the mcp_sync* thread leak check for this test"
+    )
+    config.addinivalue_line(
+        "markers",
+        "hostile: a hostile-server test; a heartbeat thread beside it must never be starved",
     )
 
 

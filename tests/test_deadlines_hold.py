@@ -32,6 +32,8 @@ import mcp_sync
 from mcp_sync._jsonrpc import check_arguments, decode_line
 from mcp_sync.testing import server_command
 
+pytestmark = pytest.mark.hostile
+
 MIB = 1024 * 1024
 # How long the library's threads may take to end after close(): a cap, not an
 # expectation (they end in milliseconds; a loaded machine can starve them for seconds).

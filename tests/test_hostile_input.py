@@ -18,6 +18,8 @@ import pytest
 
 from mcp_sync.config import MAX_CONFIG_BYTES, ConfigError, load_config
 
+pytestmark = pytest.mark.hostile
+
 REPO = Path(__file__).resolve().parent.parent
 # A child whose address space is capped: reading /dev/zero without a bound
 # dies of MemoryError (a traceback, exit 1) instead of eating the machine.

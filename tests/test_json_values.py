@@ -16,6 +16,8 @@ import mcp_sync
 from mcp_sync._jsonrpc import TooManyValues, decode_line
 from mcp_sync._limits import MAX_JSON_VALUES
 
+pytestmark = pytest.mark.hostile
+
 REFUSED = rf"^an inbound frame holds more than {MAX_JSON_VALUES} JSON values \(the limit on values per message\)$"
 # "[]," counts twice (its bracket and its comma): this many go over the limit.
 OVER = MAX_JSON_VALUES // 2 + 1000

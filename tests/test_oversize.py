@@ -20,6 +20,8 @@ from support import alive, connect_fake, fake_pid, library_threads, rss_bytes, t
 import mcp_sync
 from mcp_sync._transports._oversize import KEEP, Oversized
 
+pytestmark = pytest.mark.hostile
+
 MIB = 2**20
 
 
