@@ -1,6 +1,8 @@
 """Untrusted text made safe to show: control, format (bidi) and line-separator
 characters escaped, so server text cannot move a cursor, recolour a terminal,
-forge a log line or reorder what is shown."""
+forge a log line or reorder what is shown. :func:`for_model` applies the same
+rule to text bound for a model's prompt, and drops the characters that hide
+text from a reader (Unicode tags, stacked variation selectors)."""
 
 from __future__ import annotations
 
@@ -8,12 +10,21 @@ import re
 import unicodedata
 from urllib.parse import urlsplit
 
-__all__ = ["MAX_URL_CHARS", "escape", "valid_url"]
+__all__ = ["MAX_URL_CHARS", "escape", "for_model", "valid_url"]
 
 MAX_URL_CHARS = 8192
 
 _ASCII_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 _ASCII_UNSAFE_MULTILINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+# Characters that carry text no reader sees: the Unicode tag block
+# (U+E0000-U+E007F, which mirrors ASCII and is read by some models as the
+# letters it mirrors), and every variation selector after the first on one
+# character (one selects an emoji's or an ideograph's form; a run of them
+# encodes bytes). One pass, linear: each alternative is a single character
+# class, and the lookbehind is one character wide.
+_VS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
+_HIDDEN = re.compile(f"[\U000e0000-\U000e007f]+|(?<=[{_VS}])[{_VS}]+")
 
 
 def _escaped(ch: str) -> str:
@@ -34,6 +45,11 @@ def escape(text: str, *, multiline: bool = False) -> str:
     if text.isascii():
         pattern = _ASCII_UNSAFE_MULTILINE if multiline else _ASCII_UNSAFE
         return pattern.sub(lambda m: _escaped(m.group()), text)
+    # str.isprintable() is false for every character escaped below (and a
+    # few it keeps): when it holds, nothing needs the per-character walk.
+    probe = text.replace("\n", " ").replace("\t", " ") if multiline else text
+    if probe.isprintable():
+        return text
     out = []
     for ch in text:
         if multiline and ch in "\n\t":
@@ -43,6 +59,22 @@ def escape(text: str, *, multiline: bool = False) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def for_model(text: str) -> str:
+    """Untrusted text (a server's instructions, a tool's description) as it
+    may stand in a model's prompt.
+
+    Line ends (CRLF, CR) become newlines; Unicode tag characters and stacked variation
+    selectors are dropped (they spell text the reader cannot see); every other
+    control, format (bidi, zero-width) and line-separator character is escaped
+    as :func:`escape` does for a terminal, so it shows instead of acting.
+    Newlines and tabs are kept.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.isascii():
+        text = _HIDDEN.sub("", text)
+    return escape(text, multiline=True)
 
 
 def valid_url(url: str) -> bool:

@@ -43,6 +43,7 @@ from ._envelope import (
     pattern_covers,
 )
 from ._errors import McpError
+from ._text import for_model
 
 __all__ = [
     "Action",
@@ -467,12 +468,14 @@ def describe_tool(server: str, tool: str, description: str | None) -> str:
     """The model-facing description of a projected tool.
 
     The server's own text is fenced off behind a fixed preamble, so a model
-    reads it as what the server says, not as the host's instructions. An
-    absent or empty server description adds nothing.
+    reads it as what the server says, not as the host's instructions, and
+    cleaned as every server text bound for a model is (``_text.for_model``:
+    hidden tag characters dropped, bidi and zero-width characters escaped).
+    An absent or empty server description adds nothing.
     """
     text = f'MCP tool "{tool}" on server "{server}"'
     if description:
-        text += f". Server-supplied description: {description}"
+        text += f". Server-supplied description: {for_model(description)}"
     return text
 
 

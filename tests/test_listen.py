@@ -372,7 +372,7 @@ def test_model_tools_offers_the_instructions_for_a_system_prompt() -> None:
     with fake("stdio", "legacy", "--instructions", "Call echo first.") as session:
         text = model_tools.instructions(session)
         assert text.startswith('## Instructions from MCP server "fake"')
-        assert text.endswith("Call echo first.")
+        assert "\nCall echo first.\n</server-instructions-" in text
         assert model_tools.instructions([session, session]).count("Call echo first.") == 2
     with fake("stdio", "legacy") as session:
         assert model_tools.instructions(session) == ""
@@ -547,7 +547,7 @@ def test_model_tools_reads_the_instructions_of_a_servers_set() -> None:
         text = model_tools.instructions(servers)
     finally:
         servers.close()
-    assert text.startswith('## Instructions from MCP server "a"') and text.endswith("Ask me first.")
+    assert text.startswith('## Instructions from MCP server "a"') and "\nAsk me first.\n</server-instr" in text
     assert '"b"' not in text
     with pytest.raises(TypeError):
         model_tools.instructions(42)
