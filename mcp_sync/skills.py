@@ -31,6 +31,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from ._catalog import PageWalk, freeze, thaw
 from ._era import SKILLS_EXTENSION
@@ -78,6 +79,42 @@ def _shown(uri: str) -> str:
     return ascii(uri[:200])
 
 
+def _bad_segment(segment: str) -> bool:
+    """Whether a path segment, as written or percent-decoded, is empty,
+    ``.`` or ``..``, or holds a ``/`` or ``\\``: a segment a host mapping
+    the URI to a file could not keep inside the skill. A decoded segment
+    that still holds an encoded dot or separator (``%252e`` decodes to
+    ``%2e``) is refused too, for a host that decodes twice. One decoding
+    pass: linear in the segment."""
+    if segment in ("", ".", "..") or "/" in segment or "\\" in segment:
+        return True
+    if "%" not in segment:
+        return False
+    decoded = unquote(segment)
+    if decoded in ("", ".", "..") or "/" in decoded or "\\" in decoded:
+        return True
+    folded = decoded.lower()
+    return "%2e" in folded or "%2f" in folded or "%5c" in folded
+
+
+def _clean(uri: str) -> bool:
+    """Whether every segment of ``uri``'s path after the authority is a
+    plain name (see :func:`_bad_segment`); the authority may be empty
+    (``file:///...``) but not a dot segment."""
+    if "\\" in uri:
+        return False
+    authority, _, path = uri.partition("://")[2].partition("/")
+    if authority and _bad_segment(authority):
+        return False
+    return not any(_bad_segment(segment) for segment in path.split("/"))
+
+
+def _inside(uri: str, skill_uri: str, root: str) -> bool:
+    """Whether ``uri`` names the skill's ``SKILL.md`` or a file under its
+    directory ``root``, with no segment that could lead out of it."""
+    return (uri == skill_uri or uri.startswith(root + "/")) and _clean(uri)
+
+
 # --------------------------------------------------------------------- errors
 
 
@@ -121,8 +158,12 @@ class SkillFrontmatterMismatch(SkillVerificationError):
 
 
 class SkillFileNotListed(SkillVerificationError):
-    """The file asked for is not in the skill's manifest (or not inside the
-    skill's directory); nothing was sent."""
+    """The file asked for is not in the skill's manifest, or not inside the
+    skill's directory; nothing was sent. Also raised by ``list_skills`` and
+    ``get_skill`` for an entry whose ``uri`` or manifest names a path that
+    could lead out of the skill's directory (an empty, ``.`` or ``..``
+    segment or a backslash, written or percent-encoded): the entry is
+    refused whole."""
 
     kind = "skill_file_not_listed"
 
@@ -193,9 +234,11 @@ class Skill:
             raise InvalidOption("a skill file path must be a non-empty string")
         if "://" in path:
             return path
-        segments = path.split("/")
-        if "\\" in path or any(seg in ("", ".", "..") for seg in segments):
-            raise InvalidOption(f"skill file path {_shown(path)} must be relative, without empty, . or .. segments")
+        if any(_bad_segment(seg) for seg in path.split("/")):
+            raise InvalidOption(
+                f"skill file path {_shown(path)} must be relative, without empty, . or .. segments "
+                "or backslashes (percent-encoded ones included)"
+            )
         return f"{self.root}/{path}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -240,6 +283,12 @@ def _entry(entry: object, server: str, method: str) -> Skill:
     path = root.split("://", 1)[1]
     segment = path.rsplit("/", 1)[-1]
     where = f"skill {_shown(uri)}"
+    if not _clean(uri):
+        raise SkillFileNotListed(
+            f"{where} from server {server!r} has a uri with empty, . or .. segments or backslashes "
+            "(percent-encoded ones included); the entry was refused",
+            uri, server,
+        )  # fmt: skip
     frontmatter = entry.get("frontmatter")
     if not isinstance(frontmatter, dict):
         raise InvalidResponse(f"{where} has no frontmatter object")
@@ -252,11 +301,11 @@ def _entry(entry: object, server: str, method: str) -> Skill:
         raise InvalidResponse(f"{where} has a name that is not the last segment of its path")
     return Skill(
         uri=uri, name=name, description=description, frontmatter=freeze(frontmatter),
-        resources=_manifest(entry.get("resources"), uri, root, where), server=server,
+        resources=_manifest(entry.get("resources"), uri, root, where, server), server=server,
     )  # fmt: skip
 
 
-def _manifest(value: object, uri: str, root: str, where: str) -> tuple[SkillResource, ...] | None:
+def _manifest(value: object, uri: str, root: str, where: str, server: str) -> tuple[SkillResource, ...] | None:
     if value == "dynamic":
         return None
     if not isinstance(value, list):
@@ -267,8 +316,17 @@ def _manifest(value: object, uri: str, root: str, where: str) -> tuple[SkillReso
         if not isinstance(item, dict):
             raise InvalidResponse(f"{where} lists a resource that is not an object")
         file_uri, digest, size = item.get("uri"), item.get("digest"), item.get("size")
-        if not isinstance(file_uri, str) or not (file_uri == uri or file_uri.startswith(root + "/")):
-            raise InvalidResponse(f"{where} lists a resource outside the skill's directory")
+        if not isinstance(file_uri, str):
+            raise InvalidResponse(f"{where} lists a resource without a uri string")
+        if not _inside(file_uri, uri, root):
+            # A host that stores a skill's files by path must never be led
+            # out of the skill's directory: "a/../../x", "a/%2e%2e/x" and
+            # "a%2F..%2F..%2Fx" are refused with the entry that lists them.
+            raise SkillFileNotListed(
+                f"{where} from server {server!r} lists a resource outside the skill's directory "
+                f"({_shown(file_uri)}); the entry was refused",
+                file_uri, server,
+            )  # fmt: skip
         if file_uri in seen:
             raise InvalidResponse(f"{where} lists a resource twice")
         if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
@@ -463,16 +521,16 @@ def _fetch(core: Core, skill: Skill, uri: str, timeout_ms: int | None, allow_dyn
     """Read one file of ``skill`` and check it against the entry; every
     refusal that needs no content happens before anything is sent."""
     server = core.server
+    if not _inside(uri, skill.uri, skill.root):
+        raise SkillFileNotListed(
+            f"{_shown(uri)} is not inside skill {skill.name!r} from server {server!r}; nothing was read",
+            uri, server,
+        )  # fmt: skip
     if skill.resources is None:
         if not allow_dynamic:
             raise SkillVerificationError(
                 f'skill {skill.name!r} from server {server!r} publishes no digests (resources "dynamic"); '
                 "pass allow_dynamic=True to read it unverified",
-                uri, server,
-            )  # fmt: skip
-        if uri != skill.uri and not uri.startswith(skill.root + "/"):
-            raise SkillFileNotListed(
-                f"{_shown(uri)} is not inside skill {skill.name!r} from server {server!r}; nothing was read",
                 uri, server,
             )  # fmt: skip
         listed = None
