@@ -1,4 +1,4 @@
-"""Credential redaction and the bounded stderr tail.
+"""Credential redaction, URL redaction for records, and the bounded stderr tail.
 
 A server's stderr is untrusted text that often carries secrets (tokens in
 URLs, ``Authorization`` headers echoed by a debug log). Each complete line is
@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "MAX_STDERR_LINE_BYTES",
@@ -23,6 +24,7 @@ __all__ = [
     "Redacted",
     "StderrTail",
     "redact",
+    "redact_url",
 ]
 
 T = TypeVar("T")
@@ -144,6 +146,50 @@ def redact(text: str, known: KnownSecrets | None = None) -> str:
     if known is not None:
         text = known.mask(text)
     return text
+
+
+URL_MASK = "REDACTED"
+"""What :func:`redact_url` puts in place of userinfo and query values (the
+word OpenTelemetry's semantic conventions use for ``url.full``)."""
+
+
+def redact_url(url: str) -> str:
+    """``url`` as it may be recorded (a span attribute, a log line): the
+    user and password replaced by ``REDACTED:REDACTED``, every query and
+    fragment value by ``REDACTED`` with its key kept
+    (``https://REDACTED:REDACTED@host/p?sig=REDACTED&v=REDACTED``), and the
+    path put through :func:`redact` for token shapes it holds. Any scheme
+    (``https``, ``s3``, ``postgres``...); a string that does not parse as a
+    URL is put through :func:`redact` whole."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    netloc = parts.netloc
+    userinfo, at, host = netloc.rpartition("@")
+    if at:
+        netloc = f"{URL_MASK}:{URL_MASK}@{host}" if ":" in userinfo else f"{URL_MASK}@{host}"
+    # urlsplit keeps a path's "@" and ":" apart from the netloc; what is left
+    # of the path may still hold a token (".../ghp_.../..."): redact() it.
+    path = redact(parts.path) if parts.path else ""
+    return urlunsplit(
+        (parts.scheme, netloc, path, _masked_values(parts.query), _masked_values(parts.fragment))
+    )
+
+
+def _masked_values(pairs: str) -> str:
+    """``k=v&k2=v2`` with each value masked; a bare ``k`` is kept as a key
+    unless it has a secret's shape."""
+    if not pairs:
+        return pairs
+    out = []
+    for item in pairs.split("&"):
+        key, eq, value = item.partition("=")
+        if eq:
+            out.append(f"{key}={URL_MASK}" if value else f"{key}=")
+        else:
+            out.append(redact(key))
+    return "&".join(out)
 
 
 MIN_KNOWN_SECRET = 4

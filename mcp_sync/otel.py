@@ -5,7 +5,8 @@ and described as OpenTelemetry's semantic conventions for MCP say
 (``mcp.method.name``, ``gen_ai.tool.name``, ``gen_ai.prompt.name``,
 ``mcp.resource.uri``, ``mcp.protocol.version``, ``network.transport``,
 ``server.address``/``server.port``, ``error.type``,
-``rpc.response.status_code``), plus ``mcp_sync.server`` (the name given to
+``rpc.response.status_code``; ``mcp.resource.uri`` with its user, password,
+and query and fragment values replaced by ``REDACTED``), plus ``mcp_sync.server`` (the name given to
 ``connect``) and ``mcp_sync.era``. The current trace context goes to the
 server in the request's ``params._meta`` (``traceparent``, ``tracestate``,
 through the global propagator; keys the caller set there are kept), and
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 
 from ._errors import McpError, RemoteError, missing_extra
 from ._log import TRACING
+from ._redact import redact_url
 
 __all__ = ["instrument", "is_instrumented", "uninstrument"]
 
@@ -92,7 +94,10 @@ def _attributes(core: Any, method: str, params: Mapping[str, Any]) -> tuple[str,
             attributes["gen_ai.operation.name"] = "execute_tool"
     uri = params.get("uri")
     if isinstance(uri, str):
-        attributes["mcp.resource.uri"] = uri
+        # A span outlives the request in a tracing backend many can read: the
+        # URI goes there without its userinfo and query values (a presigned
+        # URL's signature, a token), as the conventions ask of url.full.
+        attributes["mcp.resource.uri"] = redact_url(uri)
     url = getattr(core.transport, "url", None)
     if isinstance(url, str):
         parts = urlsplit(url)
