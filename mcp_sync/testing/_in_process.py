@@ -16,6 +16,15 @@ SDK's in-memory streams (the ones its own ``InMemoryTransport`` uses):
 - ``close()`` ends the server's input (it sees EOF and returns), waits a
   grace period, cancels what is left, stops the loop and joins the thread.
 
+``close()`` returns within :data:`STOP_GRACE` + :data:`STOP_MARGIN` seconds
+whatever the server does. A coroutine of the server that calls blocking code
+(``time.sleep``, a lock, a socket read) holds the loop, and nothing can take
+it back from Python: the loop thread (a daemon, so the interpreter does not
+wait for it at exit) is then left to end by itself once that call returns,
+and ``close()`` logs a WARNING on ``mcp_sync.session`` (event
+``in_process_stuck``) naming the requests left unanswered and where the loop
+thread was.
+
 The ``mcp`` SDK (and anyio) are imported by the first call, never by
 ``import mcp_sync.testing``; without them the call raises ``MissingExtra``
 (extra ``testing``). This is the one place in the package with an event
@@ -25,15 +34,20 @@ loop, and it belongs to the server under test.
 from __future__ import annotations
 
 import contextlib
+import sys
+import sysconfig
 import threading
 from typing import TYPE_CHECKING, Any
 
+from .. import _log
 from .._errors import ConnectionClosed, InvalidOption, McpError, ProtocolError, missing_extra
 from .._handlers import Handlers
 from .._limits import Limits, seconds
 from .._transports._base import REPLY, REQUEST, Outbound, ShutdownOnce
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from .._redact import Diagnostics
     from .._session_api import Session
     from .._transports._base import Sink
@@ -45,8 +59,10 @@ START_TIMEOUT = 10.0
 STOP_GRACE = 2.0
 """Seconds the server may take to return after its input ends, before its
 tasks are cancelled."""
-THREAD_JOIN = 5.0
-"""Seconds ``close()`` waits for the loop thread (after the grace)."""
+STOP_MARGIN = 1.0
+"""Seconds ``close()`` waits for the loop thread beyond :data:`STOP_GRACE`
+(the cancelled tasks ending, on a loaded machine) before it gives the thread
+up as stuck."""
 
 
 def _sdk() -> Any:
@@ -97,6 +113,14 @@ class InProcessTransport:
         # Set when the loop thread itself began the teardown (the server
         # stopped on its own): it then reports transport_closed as it ends.
         self._ended_by_loop = False
+        # Set on the loop thread when it takes the stop: a loop that never
+        # does is held by blocking code.
+        self._stop_seen = threading.Event()
+        # The requests written to the server and not yet answered (id ->
+        # what it asked), touched on the loop thread only; read by a stuck
+        # close() as one dict copy, for its report.
+        self._asked: dict[object, str] = {}
+        self._name = name
         self._thread = threading.Thread(target=self._run, name=f"mcp_sync-in-process-{name}", daemon=True)
         self._thread.start()
         if not self._ready.wait(START_TIMEOUT) or self._loop is None:
@@ -170,12 +194,16 @@ class InProcessTransport:
                             item.request_id, ProtocolError("the in-process server's SDK refused the request frame")
                         )
                     continue
+                if item.kind == REQUEST and item.request_id is not None:
+                    self._asked[item.request_id] = _what(item.method, getattr(message, "params", None))
                 await client_write.send(self._message(message))
 
     async def _pump(self, client_read: Any) -> None:
         async for message in client_read:
             if isinstance(message, Exception):
                 continue  # the SDK's own parse failure of a frame we wrote
+            if getattr(message.message, "method", None) is None:  # a reply
+                self._asked.pop(getattr(message.message, "id", None), None)
             frame = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
             if len(frame) > self._limits.max_frame_bytes:
                 self._sink.terminate(
@@ -249,23 +277,69 @@ class InProcessTransport:
     def listen(self) -> None:
         """Nothing to open: the server's messages come on the same stream."""
 
+    def _take_stop(self) -> None:
+        """(On the loop) the stop the closing thread asked for."""
+        self._stop_seen.set()
+        self._stop.set()
+
     def shutdown(self, wait: bool) -> None:
         mine = self._once.begin()
         if mine:
             loop = self._loop
             if loop is not None:
                 with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(self._stop.set)
+                    loop.call_soon_threadsafe(self._take_stop)
         if threading.current_thread() is self._thread:
             if mine:
                 self._ended_by_loop = True
                 self._once.finished()
             return  # the loop thread ends on its own once the stop is seen
         if mine or wait:
-            self._thread.join(STOP_GRACE + THREAD_JOIN)
+            self._thread.join(STOP_GRACE + STOP_MARGIN)
         if mine:
+            if self._thread.is_alive():
+                self._report_stuck()
             self._once.finished()
             self._sink.transport_closed("")
+
+    def _report_stuck(self) -> None:
+        """The loop thread outlived the stop: say so, with what it was doing."""
+        asked = ", ".join(sorted(dict(self._asked).values())) or "none"
+        if self._stop_seen.is_set():
+            why = "its tasks did not end once cancelled"
+        else:
+            why = "its event loop never took the stop (a coroutine is running blocking code)"
+        where = _where(sys._current_frames().get(self._thread.ident or -1))
+        _log.SESSION.warning(
+            "in-process server %r: close() returned after %.1f s with the loop thread still running: "
+            "%s; unanswered requests: %s; the loop thread was at %s. The thread is a daemon and "
+            "ends by itself when that code returns.",
+            self._name, STOP_GRACE + STOP_MARGIN, why, asked, where,
+            extra={"mcp_event": "in_process_stuck", "mcp_server": self._name, "mcp_requests": asked,
+                   "mcp_where": where},
+        )  # fmt: skip
+
+
+def _what(method: str | None, params: object) -> str:
+    """A request as the stuck-close report names it: ``tool 'name'`` for a
+    tool call, its method otherwise (names escaped: they are the caller's)."""
+    if method == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
+        return f"tool {params['name']!a}"
+    return ascii(method or "?")
+
+
+def _where(frame: FrameType | None) -> str:
+    """Where a thread is: the innermost frame of its stack outside the
+    standard library (the server's code that called the blocking function)."""
+    if frame is None:
+        return "an unknown place"
+    paths = sysconfig.get_paths()
+    stdlib = tuple({paths["stdlib"], paths["platstdlib"]})
+    innermost = frame
+    while frame is not None and frame.f_code.co_filename.startswith(stdlib):
+        frame = frame.f_back
+    chosen = frame if frame is not None else innermost
+    return f"{chosen.f_code.co_name} ({chosen.f_code.co_filename}:{chosen.f_lineno})"
 
 
 def connect_in_process(  # noqa: PLR0913 (connect's own options)
