@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -177,20 +176,23 @@ def _core(settings: Settings) -> _Core:
 
 
 def _stdio_core(settings: Settings, options: ConnectOptions) -> _Core:
-    from ._transports.stdio import StdioTransport, child_environment
+    from ._transports._process import spawn_of
+    from ._transports.stdio import StdioTransport
 
-    env = options.env
-    masked = (*(options.secrets or ()), *(env.values() if env else ()))
+    # What a ${VAR} expanded to is revealed here, for the spawn alone.
+    spawn = spawn_of(
+        options.command, options.args, options.cwd, options.env, options.inherit_env is True
+    )
     core = _core(settings)
     core.transport = StdioTransport(
         core,
         server=options.server,
-        command=options.command,
-        args=list(options.args),
-        cwd=os.fspath(options.cwd) if options.cwd is not None else None,
-        env=child_environment(env, options.inherit_env is True),
+        command=spawn.command,
+        args=spawn.args,
+        cwd=spawn.cwd,
+        env=spawn.env,
         limits=settings.limits,
-        secrets=masked,
+        secrets=(*(options.secrets or ()), *spawn.masked),
     )
     return core
 

@@ -4,7 +4,8 @@
 Shared by :func:`mcp_sync.connect` (which raises :class:`ProtocolError`) and
 the config models (which report a field of a file). Each check raises
 ``ValueError`` with a message that never repeats a header value: a header
-is as private as a bearer token.
+is as private as a bearer token. A value may be a :class:`~._secret.Secret`
+(what a config's ``${VAR}`` expanded to): its value is what is checked.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
+
+from ._secret import Secret
 
 __all__ = ["MAX_HEADERS", "RESERVED_HEADERS", "check_headers", "plain_http_refused"]
 
@@ -46,14 +49,17 @@ them, nor any ``Mcp-Param-*`` (the 2026-07-28 headers of tool arguments)."""
 
 
 def check_headers(headers: object, *, has_token: bool) -> dict[str, str]:
-    """``headers`` as a plain dict, or ``ValueError`` naming the header at fault."""
+    """``headers`` as a plain dict of the values to send (a ``Secret``
+    revealed: the HTTP transport's options keep them private), or
+    ``ValueError`` naming the header at fault."""
     if not isinstance(headers, Mapping):
         raise ValueError("must be a mapping of header names to string values")
     if len(headers) > MAX_HEADERS:
         raise ValueError(f"has more than {MAX_HEADERS} headers")
     out: dict[str, str] = {}
     seen: set[str] = set()
-    for name, value in headers.items():
+    for name, given in headers.items():
+        value = given.reveal() if isinstance(given, Secret) else given
         if not isinstance(name, str) or not _TOKEN.match(name):
             shown = ascii(name)[:80] if isinstance(name, str) else type(name).__name__
             raise ValueError(f"has a header name that is not an HTTP token: {shown}")

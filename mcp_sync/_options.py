@@ -32,7 +32,6 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    PrivateAttr,
     StrictBool,
     StrictStr,
     TypeAdapter,
@@ -49,6 +48,7 @@ from ._errors import InvalidOption
 from ._handlers import Handlers
 from ._headers import check_headers, plain_http_refused
 from ._limits import LIMIT_NAMES, STDIO_ONLY_LIMITS, Limits, check_limit
+from ._secret import Text, TextSchema, reveal
 from ._versions import SUPPORTED_PROTOCOL_VERSIONS
 
 __all__ = [
@@ -68,6 +68,11 @@ NonEmpty = Annotated[StrictStr, Field(min_length=1)]
 # Any sequence of strings in Python (a str itself is refused), kept as a tuple.
 Strings = Annotated[Sequence[StrictStr], AfterValidator(tuple)]
 Names = Annotated[Sequence[NonEmpty], AfterValidator(tuple)]
+# The fields a ${VAR} may expand in: a str, or the Secret it expanded to
+# (which shows the reference as written wherever it is rendered).
+NonEmptyText = Annotated[Text, TextSchema(min_length=1)]
+AnyText = Annotated[Text, TextSchema()]
+Texts = Annotated[Sequence[AnyText], AfterValidator(tuple)]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -156,22 +161,20 @@ class _Entry(_LimitFields):
     """Pin one revision (one of ``SUPPORTED_PROTOCOL_VERSIONS``)."""
 
     secrets: Annotated[Strings | None, BeforeValidator(_collection)] = None
-    """Python only: more values to mask in the diagnostic stderr tail (a
-    config entry passes the values its variables expanded to)."""
-
-    # Values its ${VAR} references expanded to (set by the loader).
-    _secrets: frozenset[str] = PrivateAttr(default_factory=frozenset)
+    """Python only: more values to mask in the diagnostic stderr tail (the
+    values of ``env``, and what a config entry's variables expanded to,
+    always are)."""
 
     def __repr_args__(self) -> Any:
         # env, headers and secrets are private whatever their origin; other
-        # fields show a [REDACTED] where an expanded value stood.
+        # fields show what a ${VAR} expanded to as the reference (a Secret).
         for name, value in super().__repr_args__():
             if name in _PRIVATE and isinstance(value, dict):
                 yield name, dict.fromkeys(value, _MASK)
             elif name in _PRIVATE and isinstance(value, tuple):
                 yield name, (_MASK,) * len(value)
             else:
-                yield name, _masked(value, self._secrets)
+                yield name, value
 
     @field_validator("server")
     @classmethod
@@ -217,8 +220,6 @@ class _Entry(_LimitFields):
             if value is None:
                 continue
             out[name] = list(value) if isinstance(value, tuple) else value
-        if self._secrets:
-            out["secrets"] = sorted(self._secrets | set(out.get("secrets", ())))
         return out
 
     def projection_kwargs(self) -> dict[str, Any]:
@@ -235,25 +236,25 @@ class ConnectOptions(_Entry):
 
     transport: Literal["stdio"] | None = Field(default=None, alias="type")
     """``"stdio"`` (written ``type`` in the file): what an entry with a command is anyway."""
-    command: NonEmpty
+    command: NonEmptyText
     """The executable. A relative path is resolved from the working directory
     of the process that connects, not from the config file's directory."""
-    args: Strings
+    args: Texts
     """Its arguments (required in a file; write ``[]`` for none)."""
-    cwd: Annotated[NonEmpty | None, BeforeValidator(_path)] = None
+    cwd: Annotated[NonEmptyText | None, BeforeValidator(_path)] = None
     """The child's working directory (in Python, also a path object)."""
-    env: dict[StrictStr, StrictStr] | None = None
+    env: dict[StrictStr, AnyText] | None = None
     """Added to the small allowlist of the parent's environment the child gets."""
     inherit_env: StrictBool | None = None
     """Python only: pass the parent's whole environment to the child."""
 
     @field_validator("env")
     @classmethod
-    def _env_names(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+    def _env_names(cls, value: dict[str, Text] | None) -> dict[str, Text] | None:
         for key, item in (value or {}).items():
             if not key or "=" in key or "\0" in key:
                 raise ValueError("has a key that is not a valid environment variable name")
-            if "\0" in item:
+            if "\0" in reveal(item):
                 raise FieldError(
                     "env",
                     "has a value that holds a NUL character",
@@ -269,12 +270,12 @@ class HttpConnectOptions(_Entry):
     """``"http"`` (Streamable HTTP, the default) or ``"sse"`` (the deprecated
     HTTP+SSE transport of 2024-11-05: an entry of that type is a
     :class:`SseConnectOptions`); written ``type`` in the file."""
-    url: NonEmpty
+    url: NonEmptyText
     """An absolute ``http:`` or ``https:`` URL, without a user or password."""
     bearer_token_env: NonEmpty | None = None
     """The name of the environment variable holding the bearer token. The
     token itself never appears in the file."""
-    headers: dict[StrictStr, StrictStr] | None = None
+    headers: dict[StrictStr, AnyText] | None = None
     """Static headers sent with every request (``"Authorization": "Bearer
     ${TOKEN}"``), private like the token."""
     allow_insecure_http: StrictBool | None = None
@@ -337,7 +338,7 @@ class HttpConnectOptions(_Entry):
                 "variable is also given; keep one",
             )
         if plain_http_refused(
-            self.url,
+            reveal(self.url),
             sends_credentials=bool(self.bearer_token_env or self.headers),
             allowed=self.allow_insecure_http is True,
         ):
@@ -360,11 +361,13 @@ class HttpConnectOptions(_Entry):
 
     @field_validator("url")
     @classmethod
-    def _url(cls, value: str) -> str:
-        if _CONTROL.search(value) or any(ch.isspace() for ch in value):
+    def _url(cls, value: Text) -> Text:
+        # The value's shape is checked; the message never repeats it.
+        text = reveal(value)
+        if _CONTROL.search(text) or any(ch.isspace() for ch in text):
             raise ValueError("must not contain whitespace or control characters")
         try:
-            parts = urlsplit(value)
+            parts = urlsplit(text)
             host = parts.hostname
             has_userinfo = parts.username is not None or parts.password is not None
             parts.port  # noqa: B018 - raises ValueError for a bad port
@@ -435,18 +438,6 @@ def problem_of(error: Any) -> str:
         message = str(error.get("msg", ""))
         return message.removeprefix("Value error, ")
     return str(error.get("msg", "is invalid"))
-
-
-def _masked(value: Any, secrets: frozenset[str]) -> Any:
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        for secret in sorted(secrets, key=len, reverse=True):
-            value = value.replace(secret, _MASK)
-        return value
-    if isinstance(value, tuple):
-        return tuple(_masked(item, secrets) for item in value)
-    return value
 
 
 # ---------------------------------------------------------------- connect's keywords

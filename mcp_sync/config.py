@@ -14,8 +14,10 @@ and ``headers`` values (``_variables``).
 :class:`ConfigError` that names the path and, for a bad entry, the entry
 and field. Values from the file and from expanded variables are never
 repeated in a message or a model's ``repr`` (an ``env`` value may be a
-token); expanded values are passed on to the session, which masks them in
-its diagnostics.
+token). A value that took anything from the environment is held as a
+:class:`~._secret.Secret`: it shows the references as written wherever it
+is rendered, and only the transport reveals it, when it spawns the server
+or sends a request; the session masks those values in its diagnostics.
 
 This module imports pydantic; ``import mcp_sync`` does not import it.
 """
@@ -44,7 +46,7 @@ from ._options import (
     SseConnectOptions,
     problem_of,
 )
-from ._variables import VariableError, expand
+from ._variables import VariableError, expand_text
 
 __all__ = [
     "CLIENTS",
@@ -207,8 +209,7 @@ def _entry(
         raise fail(*unknown)
     if not has_command and not has_url:
         raise fail("is required (or url, for an HTTP server)", "command")
-    found: set[str] = set()
-    item = _expanded(item, environ, found, fail)
+    item = _expanded(item, environ, fail)
     try:
         entry = model.model_validate(item)
     except ValidationError as exc:
@@ -219,24 +220,23 @@ def _entry(
             more = len(errors) - 1
             problem += f" (and {more} more problem{'s' if more > 1 else ''} in this entry)"
         raise fail(problem, field) from None
-    entry._secrets = frozenset(found)
     return entry
 
 
 def _expanded(
     item: dict[str, Any],
     environ: Mapping[str, str] | None,
-    found: set[str],
     fail: Callable[[str, str], ConfigError],
 ) -> dict[str, Any]:
-    """``item`` with the references in its expandable fields replaced."""
+    """``item`` with the references in its expandable fields replaced (a
+    value that took anything from the environment becomes a ``Secret``)."""
     out = dict(item)
 
     def one(value: object, where: str) -> object:
         if not isinstance(value, str):
             return value  # the model refuses a non-string by name
         try:
-            return expand(value, environ, found)
+            return expand_text(value, environ)
         except VariableError as exc:
             raise fail(str(exc), where) from None
 

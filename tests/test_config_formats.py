@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 import mcp_sync
+from mcp_sync._secret import Secret
+from mcp_sync._transports._process import spawn_of
 from mcp_sync._variables import VariableError, expand
 from mcp_sync.config import (
     ConfigError,
@@ -26,6 +28,17 @@ PY = sys.executable
 FAKE = ["-m", "mcp_sync.testing"]
 SECRET = "sk-cfgsecret-0123456789abcdef"
 ENV = {"API_KEY": SECRET, "EMPTY": "", "REGION": "eu-west"}
+
+
+def _revealed(value: Any) -> Any:
+    """What an entry's values expanded to (a ${VAR} is held as a Secret)."""
+    if isinstance(value, Secret):
+        return value.reveal()
+    if isinstance(value, tuple):
+        return tuple(_revealed(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _revealed(item) for key, item in value.items()}
+    return value
 
 
 def _parse(document: object, environ: dict[str, str] | None = None) -> tuple[Any, ...]:
@@ -54,7 +67,7 @@ def test_claude_desktop_file() -> None:
     files, example = _parse(document)
     assert isinstance(files, ConnectOptions) and isinstance(example, ConnectOptions)
     assert (files.server, files.command, files.args) == ("files", "npx", ("-y", "server-filesystem", "/tmp"))
-    assert example.env == {"API_KEY": SECRET}
+    assert _revealed(example.env) == {"API_KEY": SECRET}
 
 
 def test_claude_code_mcp_json_with_types_and_defaults() -> None:
@@ -74,11 +87,13 @@ def test_claude_code_mcp_json_with_types_and_defaults() -> None:
         }
     }
     local, remote = _parse(document)
-    assert local.args == (*FAKE, "--region=eu-west", "fallback", "")
+    assert _revealed(local.args) == (*FAKE, "--region=eu-west", "fallback", "")
+    assert local.args[-3:] == (Secret("--region=${REGION}", "--region=eu-west"), "fallback", "")
     assert isinstance(remote, HttpConnectOptions)
-    assert remote.url == "https://eu-west.mcp.example.invalid/mcp"
-    assert remote.headers == {"Authorization": f"Bearer {SECRET}"}
-    assert local.connect_kwargs()["secrets"] == sorted({SECRET, "eu-west"})
+    assert _revealed(remote.url) == "https://eu-west.mcp.example.invalid/mcp"
+    assert _revealed(remote.headers) == {"Authorization": f"Bearer {SECRET}"}
+    spawn = spawn_of(local.command, local.args, local.cwd, local.env, False)
+    assert {SECRET, "eu-west"} <= set(spawn.masked)
 
 
 def test_vscode_servers_with_type_and_env_variables() -> None:
@@ -90,7 +105,7 @@ def test_vscode_servers_with_type_and_env_variables() -> None:
         },
     }
     example, remote = _parse(document)
-    assert example.env == {"K": SECRET}
+    assert _revealed(example.env) == {"K": SECRET}
     assert isinstance(remote, HttpConnectOptions)
 
 
@@ -104,7 +119,7 @@ def test_cursor_and_windsurf_remote_entries() -> None:
             }
         }
     )
-    assert cursor.headers == {"X-Key": SECRET}
+    assert _revealed(cursor.headers) == {"X-Key": SECRET}
     assert windsurf.url == "https://b.invalid/mcp"
     assert streamable.url == "https://c.invalid/mcp"
 
@@ -142,7 +157,7 @@ def test_disabled_entries_are_skipped_and_args_may_be_left_out() -> None:
 
 def test_the_seed_array_is_unchanged() -> None:
     (entry,) = _parse([{"server": "s", "command": "c", "args": ["${REGION}"]}])
-    assert entry.args == ("eu-west",)
+    assert _revealed(entry.args) == ("eu-west",)
     error = _error([{"server": "s", "command": "c"}])
     assert (error.index, error.entry, error.field) == (0, None, "args")
     # Only our own keys ("type" is one since the HTTP+SSE transport: stdio, http, sse).
@@ -291,10 +306,10 @@ def test_expanded_values_stay_out_of_reprs_and_messages() -> None:
         }
     }
     (entry,) = _parse(document)
-    assert entry.args[-1] == f"--key={SECRET}"
+    assert _revealed(entry.args[-1]) == f"--key={SECRET}"
     for text in (repr(entry), str(entry)):
         assert SECRET not in text and "lit" not in text
-        assert "--key=[REDACTED]" in text
+        assert "--key=${API_KEY}" in text
     # A broken entry after an expansion: the message names the field only.
     document["mcpServers"]["s"]["maxTools"] = 0
     error = _error(document)

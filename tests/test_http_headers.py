@@ -201,12 +201,18 @@ def test_config_headers_expand_and_stay_private() -> None:
         environ={"T": TOKEN},
     )
     assert isinstance(entry, HttpConnectOptions)
-    assert entry.headers == {"Authorization": f"Bearer {TOKEN}", "X-Plain": "visible"}
+    # What ${T} expanded to is a Secret: shown as written, revealed to send.
+    assert entry.headers is not None
+    assert str(entry.headers["Authorization"]) == "Bearer ${T}"
+    assert entry.headers["Authorization"].reveal() == f"Bearer {TOKEN}"  # type: ignore[union-attr]
+    assert entry.headers["X-Plain"] == "visible"
     assert TOKEN not in repr(entry) and TOKEN not in str(entry)
     assert "headers={'Authorization': '[REDACTED]', 'X-Plain': '[REDACTED]'}" in repr(entry)
     kwargs = entry.connect_kwargs()
-    assert kwargs["headers"]["Authorization"] == f"Bearer {TOKEN}"
-    assert kwargs["secrets"] == [TOKEN]
+    from mcp_sync._transports._options import check_http_options
+
+    sent = check_http_options("remote", entry.url, None, None, headers=kwargs["headers"])
+    assert sent["headers"].reveal()["Authorization"] == f"Bearer {TOKEN}"
 
 
 @pytest.mark.parametrize(

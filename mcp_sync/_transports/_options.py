@@ -1,6 +1,11 @@
 """The HTTP options (checked before any traffic), the static headers every
 HTTP request carries, and the client both HTTP transports make for
 themselves. ``httpx`` is imported lazily: ``import mcp_sync`` does not need it.
+
+This is where the HTTP transports reveal what a config's ``${VAR}`` expanded
+to (a :class:`~.._secret.Secret` in the URL or a header): the URL becomes the
+one the transport sends to, the headers go into :class:`StaticHeaders`,
+which keeps them private until a request is built.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from urllib.parse import urlsplit
 from .._errors import ProtocolError, missing_extra
 from .._headers import check_headers, plain_http_refused
 from .._redact import Redacted
+from .._secret import Secret
 
 if TYPE_CHECKING:
     import httpx
@@ -90,6 +96,8 @@ def check_http_options(
     """Validate the HTTP options before any traffic; the keyword arguments of
     :class:`HttpTransport` (besides the session and limits)."""
     httpx = import_httpx()
+    if isinstance(url, Secret):
+        url = url.reveal()
     # The URL is never echoed: its query string may carry a secret.
     if not isinstance(url, str) or not _valid_url(url):
         raise ProtocolError(

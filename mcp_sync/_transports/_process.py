@@ -7,6 +7,12 @@ Every server process is registered from its spawn until it is reaped, and the
 interpreter's exit stops each one still registered the same way, all at once
 (:func:`_stop_at_exit`): a server whose session was still connecting, or
 being closed on a daemon thread, does not outlive us.
+
+:func:`spawn_of` is where a stdio server's command, arguments, working
+directory and environment are revealed (what a config's ``${VAR}`` expanded
+to is a :class:`~.._secret.Secret` until then), as the transport starts the
+process; :func:`resolve_command` says which file that start will run, by the
+same rules, for the consent a project's file needs.
 """
 
 from __future__ import annotations
@@ -15,18 +21,24 @@ import atexit
 import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from secrets import token_hex
 
 from .._errors import SpawnFailed
 from .._redact import StderrTail
+from .._secret import Text, expansions, reveal
 from . import _proctree
 
-__all__ = ["ENV_ALLOWLIST", "ServerProcess", "child_environment", "drain_stderr"]
+__all__ = [
+    "ENV_ALLOWLIST", "ServerProcess", "Spawn", "child_environment", "drain_stderr",
+    "resolve_command", "spawn_of",
+]  # fmt: skip
 
 ENV_ALLOWLIST: tuple[str, ...] = (
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR",
@@ -182,9 +194,9 @@ def _stop_at_exit() -> None:
 atexit.register(_stop_at_exit)
 
 
-def child_environment(env: Mapping[str, str] | None, inherit: bool) -> dict[str, str]:
-    """The allowlisted part of our environment plus ``env``: the parent's
-    secrets do not reach an untrusted server unless asked for."""
+def child_environment(env: Mapping[str, Text] | None, inherit: bool) -> dict[str, str]:
+    """The allowlisted part of our environment plus ``env`` (revealed): the
+    parent's secrets do not reach an untrusted server unless asked for."""
     if inherit:
         base = dict(os.environ)
     else:
@@ -194,8 +206,66 @@ def child_environment(env: Mapping[str, str] | None, inherit: bool) -> dict[str,
             if k.upper() in ENV_ALLOWLIST or k.startswith("LC_")
         }
     if env:
-        base.update(env)
+        base.update((key, reveal(value)) for key, value in env.items())
     return base
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Spawn:
+    """What a server process starts with, revealed: for ``Popen`` only.
+    ``masked``: the values to mask in its stderr (its ``env`` values and
+    every piece a ``${VAR}`` expanded to)."""
+
+    command: str
+    args: list[str]
+    cwd: str | None
+    env: dict[str, str]
+    masked: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return "Spawn(...)"
+
+
+def spawn_of(
+    command: Text,
+    args: Sequence[Text],
+    cwd: Text | None,
+    env: Mapping[str, Text] | None,
+    inherit: bool,
+) -> Spawn:
+    """The command, arguments, directory and environment of a server as the
+    process is started with them: the one place a stdio server's
+    :class:`~.._secret.Secret` values are revealed."""
+    given_env = dict(env or {})
+    return Spawn(
+        command=reveal(command),
+        args=[reveal(arg) for arg in args],
+        cwd=reveal(cwd) if cwd is not None else None,
+        env=child_environment(given_env, inherit),
+        masked=(
+            *(reveal(value) for value in given_env.values()),
+            *expansions([command, *args, cwd]),
+        ),
+    )
+
+
+def resolve_command(command: Text, cwd: Text | None, env: Mapping[str, Text] | None) -> str | None:
+    """The file a server started with ``command``, ``cwd`` and ``env`` would
+    run, as an absolute path (``None``: none is found).
+
+    ``Popen`` looks a bare name up on the child's ``PATH`` (the entry's
+    ``env`` PATH when it sets one) and, as exec does, takes a relative
+    directory of that PATH, or a relative command, from the child's working
+    directory."""
+    where = os.path.abspath(reveal(cwd)) if cwd is not None else os.getcwd()
+    name = reveal(command)
+    if os.path.dirname(name):
+        found = shutil.which(os.path.join(where, name), path="")
+        return os.path.abspath(found) if found else None
+    path = child_environment(env, False).get("PATH", os.defpath)
+    dirs = [os.path.join(where, entry) for entry in path.split(os.pathsep)]
+    found = shutil.which(name, path=os.pathsep.join(dirs))
+    return os.path.abspath(found) if found else None
 
 
 class ServerProcess:
@@ -236,6 +306,9 @@ class ServerProcess:
             raise SpawnFailed(f"server {server!r} could not be started: {reason}") from None
         else:
             spawned = True
+            # Popen keeps the argv for its repr and its TimeoutExpired
+            # messages; it may hold what a ${VAR} expanded to.
+            self.proc.args = f"<the server {server!r}>"
         finally:
             # Registered before anything else can happen to it: from now
             # until it is reaped, the interpreter's exit stops it.
