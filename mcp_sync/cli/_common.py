@@ -27,6 +27,7 @@ from ..flows import DuplicateFlowError, Flow, ProjectionError, catalog, project
 if TYPE_CHECKING:
     import argparse
 
+    from .._options import ConnectOptions, HttpConnectOptions
     from .._redact import DiagnosticEvent
     from .._session_api import Session
     from ..config import ServerEntry
@@ -248,33 +249,141 @@ def _trust_project_file(
     ns: argparse.Namespace, client: str, path: str, entries: tuple[ServerEntry, ...]
 ) -> None:
     """A project's file (a checkout's ``.mcp.json``) is written by whoever
-    wrote the checkout: its commands run only once the user says so, on a
-    terminal, or with ``--trust-project``. A user-scope file is the user's own."""
+    wrote the checkout: its commands run, and its URLs are sent requests
+    (with the headers and variables it names), only once the user says so,
+    on a terminal, or with ``--trust-project``. A user-scope file is the
+    user's own."""
     from .._locations import candidates
-    from ..config import ConnectOptions
 
     scopes = {str(location.path): location.scope for location in candidates(client)}
-    commands = [
-        " ".join(escape(part) for part in (entry.command, *entry.args))
-        for entry in entries
-        if isinstance(entry, ConnectOptions)
-    ]
-    if scopes.get(path) != "project" or not commands or getattr(ns, "trust_project", False):
+    if scopes.get(path) != "project" or not entries or getattr(ns, "trust_project", False):
         return
+    commands = sum(1 for entry in entries if not hasattr(entry, "url"))
+    urls = len(entries) - commands
+    would = " and ".join(
+        part
+        for part in (
+            f"run {commands} command(s)" if commands else "",
+            f"send requests to {urls} URL(s)" if urls else "",
+        )
+        if part
+    )
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         usage(
-            f"--from {client}: {escape(path)} is a project's file and would run "
-            f"{len(commands)} command(s); refusing without a terminal to ask. "
-            "Pass --trust-project if you trust this checkout"
+            f"--from {client}: {escape(path)} is a project's file and would {would}; "
+            "refusing without a terminal to ask. Pass --trust-project if you trust this checkout"
         )
-    sys.stderr.write(f"{PROG}: {escape(path)} is a project's file; it runs:\n")
-    for command in commands:
-        sys.stderr.write(f"  {command}\n")
-    sys.stderr.write("Run these commands? [y/N] ")
+    sys.stderr.write("".join(line + "\n" for line in consent_lines(path, entries)))
+    if commands and urls:
+        question = "Run these commands and send these requests?"
+    elif commands:
+        question = "Run these commands?"
+    else:
+        question = "Send these requests?"
+    sys.stderr.write(f"{question} [y/N] ")
     sys.stderr.flush()
     answer = sys.stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
-        usage(f"--from {client}: not trusted; nothing was run")
+        usage(f"--from {client}: not trusted; nothing was run or sent")
+
+
+def consent_lines(path: str, entries: Sequence[ServerEntry]) -> list[str]:
+    """What the trust question shows of a project's file: every entry, with
+    everything that decides what runs or where the user's values go. A stdio
+    server: the file its command resolves to (on the ``PATH`` its ``env``
+    sets), its arguments, ``cwd`` and ``env``; an HTTP server: its URL,
+    headers, bearer token variable and OAuth settings. What a ``${VAR}``
+    expanded to is shown as the reference (its ``Secret`` renders so); what
+    the file wrote is shown as it is, escaped for the terminal."""
+    from .._options import ConnectOptions, HttpConnectOptions
+
+    stdio = [entry for entry in entries if isinstance(entry, ConnectOptions)]
+    http = [entry for entry in entries if isinstance(entry, HttpConnectOptions)]
+    lines: list[str] = []
+    head = f"{PROG}: {escape(path)} is a project's file; it"
+    if stdio:
+        lines.append(f"{head} runs:")
+        for command in stdio:
+            lines += _command_lines(command)
+    if http:
+        lines.append("and it sends requests to:" if stdio else f"{head} sends requests to:")
+        for remote in http:
+            lines += _request_lines(remote)
+    if _has_reference(entries):
+        lines.append(
+            "  (${NAME} stands for the value of NAME in your environment: "
+            "the server receives the value)"
+        )
+    return lines
+
+
+def _command_lines(entry: ConnectOptions) -> list[str]:
+    from .._transports._process import resolve_command
+
+    env = entry.env or {}
+    resolved = resolve_command(entry.command, entry.cwd, env)
+    argv = " ".join(_shell_word(part) for part in (resolved or entry.command, *entry.args))
+    lines = [f"  server {quoted(entry.server)}: {argv}"]
+    if resolved is None:
+        lines.append(f"    command {_shell_word(entry.command)} is not found on its PATH")
+    elif str(entry.command) != resolved:
+        lines.append(f"    command {_shell_word(entry.command)} resolves to {_shell_word(resolved)}")
+    if isinstance(entry.cwd, str) and not os.path.isabs(entry.cwd):
+        where = _shell_word(os.path.abspath(entry.cwd))
+        lines.append(f"    cwd {_shell_word(entry.cwd)} ({where})")
+    elif entry.cwd is not None:
+        lines.append(f"    cwd {_shell_word(entry.cwd)}")
+    for key, value in env.items():
+        lines.append(f"    env {escape(key)}={_shell_word(value)}")
+    return lines
+
+
+def _request_lines(entry: HttpConnectOptions) -> list[str]:
+    kind = " (HTTP+SSE)" if entry.transport == "sse" else ""
+    lines = [f"  server {quoted(entry.server)}{kind}: {_shell_word(entry.url)}"]
+    for name, value in (entry.headers or {}).items():
+        lines.append(f"    header {escape(name)}: {_shell_word(value)}")
+    if entry.bearer_token_env:
+        token = escape(entry.bearer_token_env)
+        lines.append(f"    header Authorization: Bearer ${{{token}}} (bearerTokenEnv)")
+    if entry.auth is not None:
+        lines.append(f"    auth {_auth_summary(entry.auth)}")
+    return lines
+
+
+def _shell_word(value: object) -> str:
+    """One value as a shell word would show it: bare when it can be, else in
+    double quotes (in which a ``${NAME}`` stands for its value too)."""
+    text = str(value)
+    if text and not any(ch.isspace() or ch in "\"'\\" for ch in text):
+        return escape(text)
+    return escape('"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
+
+
+def _auth_summary(auth: Any) -> str:
+    fields = auth.model_dump(exclude_defaults=True, by_alias=True, mode="json")
+    parts = [f"type={_shell_word(type(auth).__name__)}"]
+    for key, value in fields.items():
+        shown = f"${{{value}}}" if key.endswith("Env") and isinstance(value, str) else value
+        parts.append(f"{escape(str(key))}={_shell_word(shown)}")
+    return " ".join(parts)
+
+
+def _has_reference(entries: Sequence[ServerEntry]) -> bool:
+    from .._options import ConnectOptions
+    from .._secret import Secret
+
+    for entry in entries:
+        values: list[object]
+        if isinstance(entry, ConnectOptions):
+            values = [entry.command, entry.cwd, *entry.args, *(entry.env or {}).values()]
+        elif entry.bearer_token_env or entry.auth is not None:
+            return True
+        else:
+            values = [entry.url, *(entry.headers or {}).values()]
+        if any(isinstance(value, Secret) for value in values):
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------

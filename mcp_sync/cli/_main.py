@@ -70,7 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--mcp-config", metavar="PATH", help=config_help)
     parser.add_argument("--from", dest="from_client", choices=CLIENTS, help=from_help)
-    trust_help = "run the commands of a project's file read by --from (a checkout's .mcp.json) without asking"
+    trust_help = (
+        "run the commands, and send requests to the URLs, of a project's file read by --from "
+        "(a checkout's .mcp.json) without asking"
+    )
     parser.add_argument("--trust-project", action="store_true", help=trust_help)
     # The flags are also accepted after the subcommand; SUPPRESS keeps a value
     # given before it from being overwritten with None.
