@@ -418,7 +418,10 @@ WAITS: dict[str, Waits] = {
         lambda e: e.session().submit_tool("t", {}, timeout_ms=30_000).cancel(), RETURNS
     ),
     # Servers: the call connects on first use, or uses the connected session.
-    "mcp_sync.Servers.session": Waits(lambda e: e.servers("handshake").session("h"), CONNECT_EXPECTED),
+    "mcp_sync.Servers.session": Waits(
+        lambda e: e.servers("handshake", handshake_timeout_ms=30_000).session("h", timeout_ms=DEADLINE_MS),
+        CONNECT_EXPECTED,
+    ),
     # The connect on first use takes the caller's budget, not the (longer) handshake's.
     "mcp_sync.Servers.call_tool": Waits(
         lambda e: e.servers("handshake", handshake_timeout_ms=30_000).call_tool(
