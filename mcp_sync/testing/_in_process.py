@@ -310,14 +310,16 @@ class InProcessTransport:
         else:
             why = "its event loop never took the stop (a coroutine is running blocking code)"
         where = _where(sys._current_frames().get(self._thread.ident or -1))
-        _log.SESSION.warning(
-            "in-process server %r: close() returned after %.1f s with the loop thread still running: "
-            "%s; unanswered requests: %s; the loop thread was at %s. The thread is a daemon and "
-            "ends by itself when that code returns.",
-            self._name, STOP_GRACE + STOP_MARGIN, why, asked, where,
-            extra={"mcp_event": "in_process_stuck", "mcp_server": self._name, "mcp_requests": asked,
-                   "mcp_where": where},
-        )  # fmt: skip
+        # An application's filter or handler must not make close() raise.
+        with contextlib.suppress(Exception):
+            _log.SESSION.warning(
+                "in-process server %r: close() returned after %.1f s with the loop thread still running: "
+                "%s; unanswered requests: %s; the loop thread was at %s. The thread is a daemon and "
+                "ends by itself when that code returns.",
+                self._name, STOP_GRACE + STOP_MARGIN, why, asked, where,
+                extra={"mcp_event": "in_process_stuck", "mcp_server": self._name, "mcp_requests": asked,
+                       "mcp_where": where},
+            )  # fmt: skip
 
 
 def _what(method: str | None, params: object) -> str:
