@@ -70,7 +70,7 @@ _EXTRA = re.compile(r"pip install 'mcp-sync-client\[([a-z]+)\]'")
 # The top-level modules each extra of pyproject.toml installs.
 EXTRA_MODULES = {
     "http": ("httpx",),
-    "validation": ("jsonschema",),
+    "validation": ("jsonschema", "re2"),
     "auth": ("httpx", "joserfc", "cryptography"),
     "langchain": ("langchain_core",),
     # (otel is not blocked: the official SDK, which some pages use, imports
@@ -346,7 +346,7 @@ def _project_extras() -> dict[str, list[str]]:
 
 
 # Distributions whose import name is another.
-_IMPORT_NAMES = {"PyYAML": "yaml"}
+_IMPORT_NAMES = {"PyYAML": "yaml", "google_re2": "re2"}
 
 
 def test_extra_modules_match_pyproject() -> None:
@@ -393,7 +393,9 @@ def test_page_heads_declare_extras_and_shared_set_up() -> None:
     assert declared_extras(text) == {"http", "auth"}
     assert shares_namespace(text)
     assert not shares_namespace(f"# T\n\n## Later\n\n{SHARED_NOTE}\n")
-    assert blocked_modules({"http"}) == ("cryptography", "joserfc", "jsonschema", "langchain_core", "mcp", "yaml")
+    assert blocked_modules({"http"}) == (
+        "cryptography", "joserfc", "jsonschema", "langchain_core", "mcp", "re2", "yaml",
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
