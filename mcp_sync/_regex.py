@@ -11,7 +11,8 @@ memory bound) is refused as an invalid pattern, never skipped.
 
 JSON Schema patterns are ECMA-262 regular expressions. The translation below
 keeps ECMA's meaning where RE2's syntax differs: ``\\uXXXX`` (surrogate pairs
-joined) and ``\\u{...}``, ``\\cX``, ``\\0``, ``[\\b]``, ``\\s``/``\\S`` (ECMA's
+joined) and ``\\u{...}``, ``\\cX``, ``\\0``, ``[\\b]``, ``\\p{...}`` with Unicode's
+long category names or ``Script=``, ``\\s``/``\\S`` (ECMA's
 whitespace, wider than RE2's), ``.`` (not any line terminator), ``[]`` and
 ``[^]``, and a ``[`` inside a class (a character, not the start of a POSIX
 class). ``\\d``, ``\\w`` and ``\\b`` are ASCII in both. Inline flags such as
@@ -47,6 +48,19 @@ _NOT_SPACE = (
     r"\x{202a}-\x{202e}\x{2030}-\x{205e}\x{2060}-\x{2fff}\x{3001}-\x{d7ff}\x{e000}-\x{fefe}\x{ff00}-\x{10ffff}"
 )
 _DOT = r"[^\n\r\x{2028}\x{2029}]"
+# Unicode's long names (and ECMA's other aliases) of the general categories, for RE2's short ones.
+_CATEGORIES = {
+    "Other": "C", "Control": "Cc", "cntrl": "Cc", "Format": "Cf", "Private_Use": "Co", "Surrogate": "Cs",
+    "Letter": "L", "Lowercase_Letter": "Ll", "Modifier_Letter": "Lm", "Other_Letter": "Lo",
+    "Titlecase_Letter": "Lt", "Uppercase_Letter": "Lu", "Mark": "M", "Combining_Mark": "M",
+    "Spacing_Mark": "Mc", "Enclosing_Mark": "Me", "Nonspacing_Mark": "Mn", "Number": "N",
+    "Decimal_Number": "Nd", "digit": "Nd", "Letter_Number": "Nl", "Other_Number": "No",
+    "Punctuation": "P", "punct": "P", "Connector_Punctuation": "Pc", "Dash_Punctuation": "Pd",
+    "Close_Punctuation": "Pe", "Final_Punctuation": "Pf", "Initial_Punctuation": "Pi",
+    "Other_Punctuation": "Po", "Open_Punctuation": "Ps", "Symbol": "S", "Currency_Symbol": "Sc",
+    "Modifier_Symbol": "Sk", "Math_Symbol": "Sm", "Other_Symbol": "So", "Separator": "Z",
+    "Line_Separator": "Zl", "Paragraph_Separator": "Zp", "Space_Separator": "Zs",
+}  # fmt: skip
 _HEX = frozenset("0123456789abcdefABCDEF")
 _LOOKAROUND = ("(?=", "(?!", "(?<=", "(?<!")
 
@@ -115,7 +129,7 @@ def server_pattern(pattern: str) -> ServerPattern:
     return ServerPattern(pattern, regexp)
 
 
-def translate(pattern: str) -> str:  # noqa: PLR0912, PLR0915  (one scanner over the syntax)
+def translate(pattern: str) -> str:
     """``pattern``, an ECMA-262 regular expression, in RE2's syntax; or
     :class:`PatternRefused` for what RE2 cannot run."""
     out: list[str] = []
@@ -125,31 +139,8 @@ def translate(pattern: str) -> str:  # noqa: PLR0912, PLR0915  (one scanner over
     while i < n:
         ch = pattern[i]
         if ch == "\\":
-            if i + 1 >= n:
-                raise PatternRefused(pattern, "it ends with a lone backslash")
-            nxt = pattern[i + 1]
-            i += 2
-            if nxt == "u":
-                code, i = _unicode_escape(pattern, i)
-                out.append(f"\\x{{{code:x}}}")
-            elif nxt == "c":
-                if i < n and pattern[i].isascii() and pattern[i].isalpha():
-                    out.append(f"\\x{{{ord(pattern[i]) % 32:x}}}")
-                    i += 1
-                else:
-                    raise PatternRefused(pattern, "it has a \\c escape without a control letter")
-            elif nxt == "0" and not (i < n and pattern[i].isdigit()):
-                out.append("\\x00")
-            elif not in_class and (nxt in "123456789" or (nxt == "k" and pattern.startswith("<", i))):
-                raise PatternRefused(pattern, "it has a backreference, which a linear-time engine cannot run")
-            elif nxt == "b" and in_class:
-                out.append("\\x08")
-            elif nxt == "s":
-                out.append(_SPACE if in_class else f"[{_SPACE}]")
-            elif nxt == "S":
-                out.append(_NOT_SPACE if in_class else f"[^{_SPACE}]")
-            else:
-                out.append("\\" + nxt)
+            text, i = _escape(pattern, i + 1, in_class)
+            out.append(text)
             continue
         if in_class:
             if ch == "]":
@@ -176,6 +167,49 @@ def translate(pattern: str) -> str:  # noqa: PLR0912, PLR0915  (one scanner over
         out.append(_DOT if ch == "." else ch)
         i += 1
     return "".join(out)
+
+
+def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, int]:  # noqa: PLR0911
+    """The RE2 text for the escape whose letter is at ``i`` (just past the
+    backslash), and the index after the escape."""
+    if i >= len(pattern):
+        raise PatternRefused(pattern, "it ends with a lone backslash")
+    nxt = pattern[i]
+    i += 1
+    if nxt == "u":
+        code, i = _unicode_escape(pattern, i)
+        return f"\\x{{{code:x}}}", i
+    if nxt == "c":
+        if i < len(pattern) and pattern[i].isascii() and pattern[i].isalpha():
+            return f"\\x{{{ord(pattern[i]) % 32:x}}}", i + 1
+        raise PatternRefused(pattern, "it has a \\c escape without a control letter")
+    if nxt == "0" and not (i < len(pattern) and pattern[i].isdigit()):
+        return "\\x00", i
+    if not in_class and (nxt in "123456789" or (nxt == "k" and pattern.startswith("<", i))):
+        raise PatternRefused(pattern, "it has a backreference, which a linear-time engine cannot run")
+    if nxt == "b" and in_class:
+        return "\\x08", i
+    if nxt in "pP" and pattern.startswith("{", i):
+        end = pattern.find("}", i)
+        if end < 0:
+            raise PatternRefused(pattern, "it has an unclosed \\p{...}")
+        return f"\\{nxt}{{{_property(pattern, pattern[i + 1 : end])}}}", end + 1
+    if nxt == "s":
+        return (_SPACE if in_class else f"[{_SPACE}]"), i
+    if nxt == "S":
+        return (_NOT_SPACE if in_class else f"[^{_SPACE}]"), i
+    return "\\" + nxt, i
+
+
+def _property(pattern: str, name: str) -> str:
+    """RE2's name for the Unicode property ``name`` of a ``\\p{...}``: a
+    general category (long or short), or a script."""
+    key, _, value = name.rpartition("=")
+    if key in ("", "General_Category", "gc"):
+        return _CATEGORIES.get(value, value)
+    if key in ("Script", "sc"):
+        return value
+    raise PatternRefused(pattern, f"RE2 has no Unicode property {name[:40]!a}")
 
 
 def _unicode_escape(pattern: str, i: int) -> tuple[int, int]:

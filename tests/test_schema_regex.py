@@ -237,6 +237,10 @@ def test_the_check_stops_at_its_deadline() -> None:
         ("^a[]", "a", False),
         ("^a[^]$", "a\n", True),
         ("^\\p{L}+$", "\u00e9t\u00e9", True),
+        ("^\\p{Letter}+$", "\u00e9t\u00e9", True),  # Unicode's long names, and ECMA's forms
+        ("^\\p{digit}$", "\u09ea", True),
+        ("^\\P{gc=Lu}$", "a", True),
+        ("^\\p{Script=Greek}$", "\u03b1", True),
         ("b", "abc", True),  # not anchored
         ("^a$", "a\n", False),  # $ is the end of the text
         ("(?<year>\\d{4})", "in 2024", True),
