@@ -18,11 +18,12 @@ whitespace, wider than RE2's), ``.`` (not any line terminator), ``[]`` and
 class). ``\\d``, ``\\w`` and ``\\b`` are ASCII in both. Inline flags such as
 ``(?i)``, which ECMA lacks, are accepted as RE2 reads them.
 
-Linear is not free: a pattern whose automaton has many states can cost some
-20 ns per byte and instruction. :func:`ServerPattern.search` refuses a match
-whose program size times the text's length passes :data:`MAX_MATCH_WORK`
-(about half a second at that worst rate), so no single match can hold its
-caller for long; the caller bounds how many matches it makes.
+Linear is not free: a pattern whose automaton has many states costs up to
+some 20 ns per byte of text and instruction of its program (measured; a
+simple pattern costs 1.5 ns per byte). :meth:`ServerPattern.search` is given
+the seconds its caller has left, and refuses, without starting, a match whose
+worst case (:data:`WORST_SECONDS_PER_UNIT` times program size times bytes)
+would not fit in them: no match outlives its caller's deadline.
 """
 
 from __future__ import annotations
@@ -30,15 +31,24 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-__all__ = ["MAX_MATCH_WORK", "MAX_PROGRAM_MEMORY", "PatternRefused", "ServerPattern", "TooCostly", "server_pattern"]
+__all__ = [
+    "MAX_PROGRAM_MEMORY",
+    "WORST_SECONDS_PER_UNIT",
+    "PatternRefused",
+    "ServerPattern",
+    "TooCostly",
+    "server_pattern",
+]
 
 MAX_PROGRAM_MEMORY = 1 << 20
 """RE2's memory bound for one compiled pattern (its program and its DFA cache).
 RE2's default, 8 MiB, let 200 patterns grow the process by 570 MiB in a
 measurement; at 1 MiB they took 72 MiB and matched as fast."""
 
-MAX_MATCH_WORK = 25_000_000
-"""The most program instructions times text bytes one match may cost."""
+WORST_SECONDS_PER_UNIT = 25e-9
+"""The most one byte of text times one instruction of a program has cost RE2
+(20 ns measured, on the pattern ``(?:a|b)*a(?:a|b){200}c``, whose DFA does not
+fit its cache), with some headroom."""
 
 # ECMA-262's WhiteSpace and LineTerminator code points (what ``\s`` means there).
 _SPACE = r"\t\n\x0b\x0c\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}\x{feff}"
@@ -75,18 +85,20 @@ class PatternRefused(ValueError):
 
 
 class TooCostly(ValueError):
-    """One match would pass :data:`MAX_MATCH_WORK`."""
+    """One match could take longer than its caller has left."""
 
     def __init__(self, pattern: str, size: int, length: int) -> None:
         super().__init__(f"{length} bytes against a pattern of {size} instructions")
         self.pattern = pattern
         self.size = size
         self.length = length
+        self.seconds = size * length * WORST_SECONDS_PER_UNIT
 
 
 class ServerPattern:
     """A compiled server pattern: :meth:`search` says whether it matches
-    anywhere in a string (JSON Schema patterns are not anchored)."""
+    anywhere in a string (JSON Schema patterns are not anchored). RE2 lets go
+    of the GIL while it matches: other threads run meanwhile."""
 
     __slots__ = ("_regexp", "size", "source")
 
@@ -95,12 +107,14 @@ class ServerPattern:
         self._regexp = regexp
         self.size = max(1, int(regexp.programsize))
 
-    def search(self, text: str) -> bool:
+    def search(self, text: str, seconds: float) -> bool:
+        """Whether the pattern matches in ``text``; :class:`TooCostly`, before
+        any work, when the match could take more than ``seconds``."""
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate (the json module lets "\ud800" through)
             data = text.encode("utf-8", "surrogatepass")
-        if self.size * len(data) > MAX_MATCH_WORK:
+        if self.size * len(data) * WORST_SECONDS_PER_UNIT > seconds:
             raise TooCostly(self.source, self.size, len(data))
         return self._regexp.search(data) is not None
 

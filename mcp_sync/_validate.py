@@ -38,7 +38,7 @@ from typing import Any
 
 from ._catalog import CallToolResult, Snapshot, Tool, thaw
 from ._errors import InvalidResponse, Timeout, missing_extra
-from ._regex import PatternRefused, TooCostly, server_pattern
+from ._regex import PatternRefused, ServerPattern, TooCostly, server_pattern
 
 __all__ = ["MAX_VALIDATION_SECONDS", "check_structured_output", "require_jsonschema"]
 
@@ -67,6 +67,13 @@ def _tick() -> None:
     deadline = getattr(_state, "deadline", None)
     if deadline is not None and time.monotonic() > deadline:
         raise _Overtime
+
+
+def _search(pattern: ServerPattern, text: str) -> bool:
+    """``pattern.search`` within the seconds the running check has left."""
+    deadline = getattr(_state, "deadline", None)
+    left = MAX_VALIDATION_SECONDS if deadline is None else deadline - time.monotonic()
+    return pattern.search(text, left)
 
 
 # --------------------------------------------------------------------- the schema's patterns
@@ -148,7 +155,7 @@ def _keywords(base: Any) -> dict[str, Keyword]:  # noqa: C901, PLR0915  (the ove
     from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
 
     def pattern(validator: Any, patrn: Any, instance: Any, schema: Any) -> Iterator[Any]:
-        if validator.is_type(instance, "string") and not server_pattern(patrn).search(instance):
+        if validator.is_type(instance, "string") and not _search(server_pattern(patrn), instance):
             yield ValidationError(f"the string does not match {patrn[:80]!a}")
 
     def pattern_properties(validator: Any, patterned: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -158,7 +165,7 @@ def _keywords(base: Any) -> dict[str, Keyword]:  # noqa: C901, PLR0915  (the ove
             compiled = server_pattern(patrn)
             for key, value in instance.items():
                 _tick()
-                if compiled.search(key):
+                if _search(compiled, key):
                     yield from validator.descend(value, subschema, path=key, schema_path=patrn)
 
     def additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -169,7 +176,7 @@ def _keywords(base: Any) -> dict[str, Keyword]:  # noqa: C901, PLR0915  (the ove
         extras = []
         for key in instance:
             _tick()
-            if key not in properties and not any(p.search(key) for p in patterns):
+            if key not in properties and not any(_search(p, key) for p in patterns):
                 extras.append(key)
         if validator.is_type(extra, "object"):
             for key in extras:
@@ -279,7 +286,7 @@ def _evaluated_keys(validator: Any, instance: Any, schema: Any, old: bool) -> se
             compiled = server_pattern(patrn)
             for key in instance:
                 _tick()
-                if key not in keys and compiled.search(key):
+                if key not in keys and _search(compiled, key):
                     keys.add(key)
     for key, subschema in (schema.get("dependentSchemas") or {}).items():
         if key in instance:
@@ -373,6 +380,7 @@ def check_structured_output(
         return
     if result.structured_content is None:
         raise InvalidResponse(f"tool {tool.name!a} has an outputSchema but its result has no structuredContent")
+    within = "before the call's deadline" if deadline is not None else f"within {MAX_VALIDATION_SECONDS:g} s"
     outer = getattr(_state, "deadline", None)
     _state.deadline = time.monotonic() + MAX_VALIDATION_SECONDS if deadline is None else deadline
     try:
@@ -380,16 +388,15 @@ def check_structured_output(
         error = next(iter(validator.iter_errors(thaw(result.structured_content))), None)
     except _Overtime:
         raise Timeout(
-            f"the structuredContent of tool {tool.name!a} could not be checked against its outputSchema "
-            + ("before the call's deadline" if deadline is not None else f"within {MAX_VALIDATION_SECONDS:g} s")
+            f"the structuredContent of tool {tool.name!a} could not be checked against its outputSchema {within}"
         ) from None
     except PatternRefused as refused:  # a pattern reached only through a $ref
         raise _refusal(tool, refused.pattern, refused.reason, None) from None
     except TooCostly as costly:
-        raise InvalidResponse(
-            f"the structuredContent of tool {tool.name!a} could not be checked against its outputSchema: "
-            f"a string of {costly.length} bytes is too long to match against the pattern {costly.pattern[:80]!a} "
-            f"({costly.size} RE2 instructions) within the library's bound"
+        raise Timeout(
+            f"the structuredContent of tool {tool.name!a} could not be checked against its outputSchema {within}: "
+            f"matching a string of {costly.length} bytes against the pattern {costly.pattern[:80]!a} "
+            f"could take up to {costly.seconds:.1f} s"
         ) from None
     except InvalidResponse:
         raise
