@@ -2,7 +2,7 @@
 
 JSON Schema's ``pattern`` and ``patternProperties`` come from the server. The
 standard library's ``re`` backtracks: ``^(a+)+$`` against 28 characters runs
-for half a minute in one C call that keeps the GIL, so every thread of the
+for tens of seconds in one C call that keeps the GIL, so every thread of the
 host stops with it. Here they run on RE2 (the ``google-re2`` package, part of
 the ``validation`` extra), whose automata take time linear in the text and
 which lets go of the GIL while it matches. What RE2 cannot take
@@ -19,10 +19,11 @@ class). ``\\d``, ``\\w`` and ``\\b`` are ASCII in both. Inline flags such as
 ``(?i)``, which ECMA lacks, are accepted as RE2 reads them.
 
 Linear is not free: a pattern whose automaton has many states costs up to
-some 20 ns per byte of text and instruction of its program (measured; a
-simple pattern costs 1.5 ns per byte). :meth:`ServerPattern.search` is given
+some 15 ns per byte of text and position of the pattern (measured: a
+position is a character or class, counted repetitions unrolled; a simple
+pattern costs under 2 ns per byte). :meth:`ServerPattern.search` is given
 the seconds its caller has left, and refuses, without starting, a match whose
-worst case (:data:`WORST_SECONDS_PER_UNIT` times program size times bytes)
+worst case (:data:`WORST_SECONDS_PER_UNIT` times positions times bytes)
 would not fit in them: no match outlives its caller's deadline.
 """
 
@@ -40,15 +41,18 @@ __all__ = [
     "server_pattern",
 ]
 
-MAX_PROGRAM_MEMORY = 1 << 20
+MAX_PROGRAM_MEMORY = 2 << 20
 """RE2's memory bound for one compiled pattern (its program and its DFA cache).
 RE2's default, 8 MiB, let 200 patterns grow the process by 570 MiB in a
-measurement; at 1 MiB they took 72 MiB and matched as fast."""
+measurement; at 2 MiB they took 143 MiB and matched as fast. (At 1 MiB
+RE2 refused ``(?:\\p{L}|\\p{N}){50}``: Unicode classes make big programs.)"""
 
 WORST_SECONDS_PER_UNIT = 25e-9
-"""The most one byte of text times one instruction of a program has cost RE2
-(20 ns measured, on the pattern ``(?:a|b)*a(?:a|b){200}c``, whose DFA does not
-fit its cache), with some headroom."""
+"""The most one byte of text times one position of a pattern may cost RE2.
+The worst of 16 patterns built to defeat its DFA cache cost 14.5 ns (such
+as ``(?:a{0,30}b?){30}c`` over ``aaa...``, ``a[^x]{0,900}b``, or
+``(?:a|b)*a(?:a|b){200}c`` over random ``ab``); this leaves headroom."""
+
 
 # ECMA-262's WhiteSpace and LineTerminator code points (what ``\s`` means there).
 _SPACE = r"\t\n\x0b\x0c\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}\x{feff}"
@@ -88,7 +92,7 @@ class TooCostly(ValueError):
     """One match could take longer than its caller has left."""
 
     def __init__(self, pattern: str, size: int, length: int) -> None:
-        super().__init__(f"{length} bytes against a pattern of {size} instructions")
+        super().__init__(f"{length} bytes against a pattern of {size} positions")
         self.pattern = pattern
         self.size = size
         self.length = length
@@ -102,10 +106,10 @@ class ServerPattern:
 
     __slots__ = ("_regexp", "size", "source")
 
-    def __init__(self, source: str, regexp: Any) -> None:
+    def __init__(self, source: str, regexp: Any, size: int) -> None:
         self.source = source
         self._regexp = regexp
-        self.size = max(1, int(regexp.programsize))
+        self.size = size
 
     def search(self, text: str, seconds: float) -> bool:
         """Whether the pattern matches in ``text``; :class:`TooCostly`, before
@@ -119,7 +123,7 @@ class ServerPattern:
         return self._regexp.search(data) is not None
 
 
-@functools.lru_cache(maxsize=128)
+@functools.lru_cache(maxsize=64)
 def server_pattern(pattern: str) -> ServerPattern:
     """``pattern`` compiled for RE2 (cached: a tool's patterns are matched
     against every result), or :class:`PatternRefused`."""
@@ -140,7 +144,71 @@ def server_pattern(pattern: str) -> ServerPattern:
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
         raise PatternRefused(pattern, f"RE2 refuses it: {str(detail)[:120]}") from None
-    return ServerPattern(pattern, regexp)
+    return ServerPattern(pattern, regexp, positions(translated))
+
+
+def positions(pattern: str) -> int:  # noqa: PLR0912  (one scanner over the syntax)
+    """How many character positions the RE2 ``pattern`` (one RE2 compiled)
+    has with its counted repetitions unrolled: the size of its position
+    automaton, which bounds how many states one byte of text can keep alive.
+    A character class is one position however many ranges it lists."""
+    stack = [[0, 0]]  # per open group: [positions so far, positions of the last atom]
+    n = len(pattern)
+    i = 0
+
+    def atom(count: int) -> None:
+        stack[-1][0] += count
+        stack[-1][1] = count
+
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            end = pattern.find("}", i) if pattern.startswith(("x{", "p{", "P{"), i + 1) else -1
+            i = end + 1 if end > 0 else i + 2
+            atom(1)
+        elif ch == "[":
+            j = i + 1
+            j += pattern.startswith("^", j)
+            j += pattern.startswith("]", j)
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            atom(1)
+        elif ch == "(":
+            i += 1
+            if pattern.startswith("?", i):
+                while i < n and pattern[i] not in ":)>":
+                    i += 1
+                if pattern.startswith(")", i):  # flags alone, such as (?i)
+                    i += 1
+                    continue
+                i += 1
+            stack.append([0, 0])
+        elif ch == ")":
+            i += 1
+            atom(stack.pop()[0] if len(stack) > 1 else 0)
+        elif ch == "{" and (bounds := _repeat(pattern, i)) is not None:
+            times, i = bounds
+            stack[-1][0] += stack[-1][1] * (times - 1)
+            stack[-1][1] *= times
+        elif ch in "*+?^$|{":
+            i += 1
+            if ch == "{":
+                atom(1)
+        else:
+            i += 1
+            atom(1)
+    return max(1, sum(group[0] for group in stack))
+
+
+def _repeat(pattern: str, i: int) -> tuple[int, int] | None:
+    """The most times ``{m}``, ``{m,}`` or ``{m,n}`` at ``i`` repeats (one
+    more than ``m`` when open), and the index after it; None for a literal ``{``."""
+    end = pattern.find("}", i)
+    low, comma, high = pattern[i + 1 : end].partition(",") if end > 0 else ("", "", "")
+    if not low.isdigit() or not (high.isdigit() or high == ""):
+        return None
+    return (int(high) if high else int(low) + (1 if comma else 0)), end + 1
 
 
 def translate(pattern: str) -> str:

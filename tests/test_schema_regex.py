@@ -138,8 +138,8 @@ def test_lookaround_and_named_backreferences_are_refused(pattern: str) -> None:
 
 
 def test_a_match_that_could_outlast_the_check_is_refused_not_run() -> None:
-    # Linear, but some 20 ns per byte and instruction at worst: this 200-instruction
-    # pattern over a 2 MB string could hold the caller for 10 s.
+    # Linear, but up to some 15 ns per byte and position of the pattern: this
+    # one (404 positions) over a 2 MB string could hold the caller for 12 s.
     hard = "(?:a|b)*a(?:a|b){200}c"
     schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": hard}}}
     reply = {"prefix": '{"jsonrpc":"2.0","id":{id},"result":{"content":[],"structuredContent":{"s":"',
@@ -156,7 +156,11 @@ def test_a_long_string_is_matched_when_the_time_left_allows() -> None:
     schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^.+$"}}}
     _check(schema, {"s": "x" * 2_000_000}, deadline=time.monotonic() + 60)
     with pytest.raises(mcp_sync.Timeout, match="could take up to"):
-        _check(schema, {"s": "x" * 2_000_000}, deadline=time.monotonic() + 0.2)
+        _check(schema, {"s": "x" * 2_000_000}, deadline=time.monotonic() + 0.02)
+    # The cost is counted in the pattern's positions, not in RE2's instructions:
+    # this pattern has 32 positions and 43,000 instructions (its Unicode classes).
+    unicode = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^[\\p{L}\\p{N}_ -]{3,}$"}}}
+    _check(unicode, {"s": "\u00e9t\u00e9 " * 50_000}, deadline=time.monotonic() + 1)
 
 
 # ------------------------------------------------------------------ the rest of the check is linear too
