@@ -276,6 +276,8 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, int]:  # noqa: P
         if end < 0:
             raise PatternRefused(pattern, "it has an unclosed \\p{...}")
         return f"\\{nxt}{{{_property(pattern, pattern[i + 1 : end])}}}", end + 1
+    if nxt in "QEC":  # RE2's quoting and any-byte escapes; ECMA has neither
+        raise PatternRefused(pattern, f"it has the escape \\{nxt}, which ECMA-262 does not define")
     if nxt == "s":
         return (_SPACE if in_class else f"[{_SPACE}]"), i
     if nxt == "S":

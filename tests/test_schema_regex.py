@@ -131,7 +131,7 @@ def test_a_backreference_is_refused_as_an_invalid_schema_naming_the_tool_and_the
     assert "'/properties/s/pattern'" in message and "backreference" in message
 
 
-@pytest.mark.parametrize("pattern", ["^(?=a)a$", "(?<!b)a", "^(?<x>a)\\k<x>$"])
+@pytest.mark.parametrize("pattern", ["^(?=a)a$", "(?<!b)a", "^(?<x>a)\\k<x>$", "\\Q)\\E", "a{1001}"])
 def test_lookaround_and_named_backreferences_are_refused(pattern: str) -> None:
     with pytest.raises(mcp_sync.InvalidResponse, match="cannot be evaluated in linear time"):
         _check({"type": "object", "patternProperties": {pattern: {}}}, {"a": 1})
