@@ -10,6 +10,9 @@ thread beside each call."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -282,3 +285,27 @@ def test_output_model_does_not_run_the_servers_pattern() -> None:
         took = time.monotonic() - start
     assert value.model_dump() == {"s": EVIL_TEXT * 4}
     assert took < BACK_WITHIN and gaps[0] < STALL, (took, gaps[0])
+
+
+# ------------------------------------------------------------------ the extra
+
+
+def test_validation_without_re2_is_a_missing_extra() -> None:
+    script = textwrap.dedent(
+        """
+        import importlib.util, sys
+        real = importlib.util.find_spec
+        importlib.util.find_spec = lambda name, *a: None if name == "re2" else real(name, *a)
+        sys.modules["re2"] = None
+        import mcp_sync
+        try:
+            mcp_sync.connect(server="s", command=sys.executable, args=["-m", "mcp_sync.testing"], validate_output=True)
+        except mcp_sync.MissingExtra as error:
+            print(error.extra, str(error), sep="|")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "validation|option validate_output needs google-re2: pip install 'mcp-sync-client[validation]'"
+    )
