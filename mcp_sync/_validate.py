@@ -14,7 +14,8 @@ in time linear in them and stops at a deadline:
   ``additionalProperties``/``unevaluatedProperties`` that depend on them) runs
   on RE2 through :mod:`mcp_sync._regex`, never on ``re``. Each pattern is
   compiled when the tool's validator is built; one RE2 cannot run is refused
-  as an invalid schema, naming the tool and where the pattern is.
+  as an invalid schema, naming the tool and where the pattern is. A match
+  starts only when its worst case fits in the time left (else ``Timeout``).
 - ``uniqueItems`` hashes the items instead of comparing every pair, and the
   ``unevaluated*`` keywords look indexes and keys up in sets.
 - Every keyword call, and every step of the loops above, checks the deadline;
