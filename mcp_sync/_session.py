@@ -45,7 +45,7 @@ from ._plan import ask, call_tool, plain_call
 from ._progress import ProgressCallback
 from ._redact import DiagnosticEvent, Diagnostics, Redacted
 from ._transports._base import NOTIFICATION, REQUEST, Outbound, Transport
-from ._validate import check_structured_output
+from ._validate import check_deadline, check_structured_output
 from ._versions import SUPPORTED_PROTOCOL_VERSIONS
 
 if TYPE_CHECKING:
@@ -691,6 +691,7 @@ class _Core:
             sent["traceparent"] = _log.check_traceparent(traceparent)
         # Asked once (it may refuse task=True), before anything is sent.
         as_task = self.era.use_task(self, tool, task)
+        started = time.monotonic() if self.validate_output else 0.0
         if on_progress is None and not as_task:
             # Nothing to follow: the plain call, past the general plan (the
             # deadline options only matter where progress can come).
@@ -706,7 +707,11 @@ class _Core:
                 as_task=as_task,
             )  # fmt: skip
         if self.validate_output:
-            check_structured_output(catalog, tool, outcome)
+            # The check runs within the call's deadline (the longest it may
+            # have been extended to, when progress extends it).
+            budget = max_timeout_ms if progress_extends_deadline and max_timeout_ms else timeout_ms
+            deadline = check_deadline(started + seconds(budget))
+            check_structured_output(catalog, tool, outcome, deadline)
         return outcome
 
     def close(self) -> None:

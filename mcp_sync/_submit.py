@@ -47,7 +47,7 @@ from ._jsonrpc import check_arguments
 from ._limits import request_budget, seconds
 from ._log import check_traceparent
 from ._plan import drive, rounds
-from ._validate import check_structured_output
+from ._validate import check_deadline, check_structured_output
 from ._versions import UNSUPPORTED_PROTOCOL_VERSION
 from ._workers import Workers
 
@@ -295,7 +295,7 @@ class ToolCall(cf.Future[CallToolResult]):
         core = self._calls.core
         outcome = parse_call_result(raw, self._tool.name, core.era.any_structured)
         if core.validate_output:
-            check_structured_output(self._catalog, self._tool, outcome)
+            check_structured_output(self._catalog, self._tool, outcome, check_deadline(self._deadline))
         return outcome
 
     def _run_rounds(self, job: Callable[[], Any]) -> None:

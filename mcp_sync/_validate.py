@@ -41,9 +41,26 @@ from ._catalog import CallToolResult, Snapshot, Tool, thaw
 from ._errors import InvalidResponse, Timeout, missing_extra
 from ._regex import PatternRefused, ServerPattern, TooCostly, server_pattern
 
-__all__ = ["MAX_VALIDATION_SECONDS", "check_structured_output", "require_jsonschema"]
+__all__ = [
+    "MAX_VALIDATION_SECONDS",
+    "VALIDATION_FLOOR",
+    "check_deadline",
+    "check_structured_output",
+    "require_jsonschema",
+]
 
 MAX_VALIDATION_SECONDS = 10.0
+# The least time the check of a result gets, however close to its deadline
+# the reply came: a reply that arrived in time is not thrown away for want of
+# the microseconds its check takes, and a caller is back at most this late.
+VALIDATION_FLOOR = 0.1
+
+
+def check_deadline(call_deadline: float) -> float:
+    """The deadline of the check of a result whose call had ``call_deadline``
+    (``time.monotonic()``): the call's own, or ``VALIDATION_FLOOR`` s from now
+    when that is later."""
+    return max(call_deadline, time.monotonic() + VALIDATION_FLOOR)
 """How long checking one result may take when the caller gives no deadline."""
 
 _lock = threading.Lock()  # guards building a snapshot's validator cache entries

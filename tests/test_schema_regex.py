@@ -231,6 +231,26 @@ def test_the_check_stops_at_its_deadline() -> None:
     assert time.monotonic() - start < BACK_WITHIN
 
 
+@pytest.mark.parametrize("how", ["call_tool", "submit_tool"])
+def test_a_call_checks_its_result_within_its_own_deadline(how: str) -> None:
+    # The same doubling chain through a session: the check stops at the call's
+    # 1 s deadline (at least VALIDATION_FLOOR after the reply), not at the 10 s cap.
+    defs: dict[str, Any] = {f"d{n}": {"allOf": [{"$ref": f"#/$defs/d{n + 1}"}] * 2} for n in range(40)}
+    defs["d40"] = {"type": "string"}
+    schema = {"type": "object", "properties": {"s": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+    reply = '{"jsonrpc":"2.0","id":{id},"result":{"content":[],"structuredContent":{"s":"x"}}}'
+    arguments = {"lines": [reply], "reply": False}
+    with connect_fake("--tools", _replying(schema), validate_output=True) as session, heartbeat() as gaps:
+        start = time.monotonic()
+        with pytest.raises(mcp_sync.Timeout, match="before the call's deadline"):
+            if how == "call_tool":
+                session.call_tool("raw", arguments, timeout_ms=1000)
+            else:
+                session.submit_tool("raw", arguments, timeout_ms=1000).result()
+        took = time.monotonic() - start
+    assert took < BACK_WITHIN and gaps[0] < STALL, (took, gaps[0])
+
+
 # ------------------------------------------------------------------ the dialect
 
 
