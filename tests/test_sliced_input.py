@@ -2,7 +2,8 @@
 costly to look at (tens of millions of values, commas inside a string) is
 looked at a slice at a time, so the host's other threads and other sessions
 keep running while it is refused or read; a frame within the bounds takes
-orjson's one parse."""
+orjson's one parse. An over-long reply line whose id could only show at its
+end ends the session once no request that could own it is left."""
 
 from __future__ import annotations
 
@@ -378,3 +379,57 @@ def test_a_value_heavy_reply_fails_its_call_alone_and_stalls_no_other_session() 
         assert other.call_tool("echo", {"message": "after"}).content[0]["text"] == "after"
     finally:
         _closed_and_gone(sessions, pids)
+
+
+# ---------------------------------------------------------------- an endless reply line
+
+
+@pytest.mark.hostile
+def test_an_endless_reply_without_an_id_in_its_head_ends_the_session_once_nobody_can_own_it() -> None:
+    # The head is a reply's ({"result":...) with no id: its id could only
+    # show at its end, which never comes.
+    session = connect_fake("--misbehave", max_frame_bytes=65536)
+    pids = _pids(session)
+    first: list[BaseException] = []
+
+    def owner() -> None:
+        try:
+            session.call_tool("huge_reply", {"bytes": 2**40}, timeout_ms=1500)
+        except BaseException as exc:
+            first.append(exc)
+
+    try:
+        caller = threading.Thread(target=owner)
+        caller.start()
+        transport: Any = session._core.transport  # type: ignore[attr-defined]
+        cap = time.monotonic() + 30
+        while transport._skipping is None and caller.is_alive():
+            assert time.monotonic() < cap, "the line was never skipped"
+            time.sleep(0.01)
+        # A call made while the line streams cannot be what it answers.
+        start = time.monotonic()
+        with pytest.raises(
+            mcp_sync.ProtocolError, match=r"^an inbound frame is longer than max_frame_bytes=65536$"
+        ):
+            session.call_tool("echo", {"message": "late"}, timeout_ms=20_000)
+        took = time.monotonic() - start
+        caller.join(timeout=30)
+        assert not caller.is_alive()
+        print(f"the later call failed after {took:.2f} s")
+        # The owner's deadline (1.5 s), then the session ends: not the
+        # later call's own 20 s.
+        assert took < 8.0
+        assert len(first) == 1 and type(first[0]) is mcp_sync.Timeout
+        assert session.closed
+    finally:
+        _closed_and_gone([session], pids)
+
+
+@pytest.mark.hostile
+def test_an_over_long_reply_still_fails_only_its_call_while_its_owner_waits() -> None:
+    # The TypeScript SDK's order (id last) over the limit, read to its end.
+    with connect_fake("--misbehave", max_frame_bytes=65536) as session:
+        with pytest.raises(mcp_sync.ProtocolError, match=r"sent a reply of \d+ bytes, over max_frame_bytes=65536$"):
+            session.call_tool("huge_reply", {"bytes": 8 * MIB}, timeout_ms=30_000)
+        assert not session.closed
+        assert session.call_tool("echo", {"message": "on"}).content[0]["text"] == "on"

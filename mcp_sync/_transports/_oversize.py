@@ -8,12 +8,16 @@ SDK) and carries its id either there or among its last members
 (``...,"jsonrpc":"2.0","id":5}``). Two strict, anchored patterns read them;
 the line itself is never parsed. A line that is not a reply by its head, or
 whose id cannot be read (absent, null, a string: this client only sends
-integer ids), cannot be attributed and ends the session as before.
+integer ids), cannot be attributed and ends the session as before. So does a
+reply whose id is not in its head once no request that could own it still
+waits: its id could only be read at its end, which may never come (a server
+writing one endless line), and meanwhile no other reply can arrive.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .._errors import ProtocolError
 
@@ -42,7 +46,7 @@ _TAIL = re.compile(
 class Oversized:
     """The kept ends of one line over the limit, and its length so far."""
 
-    __slots__ = ("_head", "_tail", "decided", "request_id", "size")
+    __slots__ = ("_head", "_tail", "decided", "late", "request_id", "size")
 
     def __init__(self) -> None:
         self._head = b""
@@ -52,6 +56,17 @@ class Oversized:
         # it, for which request) this is a reply.
         self.decided = False
         self.request_id: int | None = None
+        # Requests sent after this line began to be skipped: it cannot
+        # answer them (see ``claimable``). Added to from callers' threads.
+        self.late: set[int] = set()
+
+    def claimable(self, waiting: int, has: Callable[[int], bool]) -> bool:
+        """Whether a request that was sent before this line began still
+        waits (``waiting``: how many wait in all; ``has``: whether one id
+        does). Only such a request can own a reply whose id is not in its
+        head; once none is left, the line can be charged to nobody."""
+        late = list(self.late)  # (one C call: other threads may add meanwhile)
+        return waiting > len(late) or waiting > sum(map(has, late))
 
     def feed(self, data: bytes) -> None:
         """The next piece of the line (a few chunks at most: never the line)."""

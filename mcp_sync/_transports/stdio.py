@@ -50,7 +50,7 @@ from .._errors import ConnectionClosed, ProtocolError, SpawnFailed
 from .._jsonrpc import decode_line
 from .._limits import Limits, reply_not_queued, seconds
 from .._redact import StderrTail
-from ._base import Leader, Outbound, ShutdownOnce, Sink
+from ._base import REQUEST, Leader, Outbound, ShutdownOnce, Sink
 from ._fdio import Modify, Read, Write, held_modify, held_reader, held_write, plain_write
 from ._oversize import Oversized, frame_too_long, reply_too_long
 from ._process import ENV_ALLOWLIST, ServerProcess, child_environment, drain_stderr
@@ -523,6 +523,9 @@ class StdioTransport:
     def send(self, item: Outbound, timeout: float) -> bool:
         # (_send's line, not a call to it: 0.5-1k fewer instructions per request)
         stdin, frame, request_id = self._stdin, item.frame, item.request_id
+        skipping = self._skipping
+        if skipping is not None and request_id is not None and item.kind == REQUEST:
+            skipping.late.add(request_id)  # (see Oversized.claimable)
         return stdin.try_direct(frame, request_id) or stdin.put(frame, request_id, timeout)
 
     def _send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
@@ -592,6 +595,11 @@ class StdioTransport:
         woken) would otherwise wake the reader thread with the reply.
         """
         frame, request_id = item.frame, item.request_id
+        skipping = self._skipping
+        if skipping is not None and request_id is not None and item.kind == REQUEST:
+            # Sent after an over-long line began: it cannot be that line's
+            # owner (see Oversized.claimable).
+            skipping.late.add(request_id)
         owned = self._holding
         # A thread that already holds the token is a callback calling from
         # inside a dispatch: it never reads (nor gives back) for itself.
@@ -905,6 +913,17 @@ class StdioTransport:
                 # Its caller is told now, not after the rest is skipped.
                 self._fail_reply(skipping.request_id, skipping.size, limit, ended)
         if not ended:
+            if (
+                skipping.decided
+                and skipping.request_id is None
+                and not skipping.claimable(self._waiting(), self._sink.waiting)
+            ):
+                # A reply whose id would only show at its end, and nobody
+                # left who could own it: a line that never ends would
+                # otherwise hold every later call until its deadline.
+                self._skipping = None
+                self._stdout_state = _TOO_LONG
+                return False
             return True
         self._skipping = None
         if skipping.request_id is None:
