@@ -24,7 +24,9 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import (
+    HEARTBEAT_MAX_GAP,
     NPM_PEERS,
+    Heartbeat,
     assert_no_process_left,
     descendant_pids,
     is_alive,
@@ -270,6 +272,28 @@ def _build(tmp_path: Path) -> tuple[Path, Path, str]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     return _build(tmp_path_factory.mktemp("build"))
+
+
+def test_the_heartbeat_counts_a_thread_that_holds_the_gil() -> None:
+    """The hostile marker's heartbeat sees a C call that keeps the GIL (a backtracking
+    ``re`` match, about a second here), and not a thread that merely sleeps."""
+    import re
+
+    quiet = Heartbeat()
+    time.sleep(0.3)
+    assert quiet.stop() < 0.2
+    beat = Heartbeat()
+    time.sleep(0.05)
+    start = time.monotonic()
+    size = 20
+    # Each added "a" doubles the match's time: grow it until one call takes ~0.8 s.
+    while time.monotonic() - start < 30:
+        began = time.monotonic()
+        re.match(r"^(a+)+$", "a" * size + "!")
+        if time.monotonic() - began > 0.8:
+            break
+        size += 1
+    assert beat.stop() > HEARTBEAT_MAX_GAP
 
 
 def test_the_build_is_clean_and_passes_twine_check(built: tuple[Path, Path, str]) -> None:

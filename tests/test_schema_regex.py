@@ -27,6 +27,8 @@ from mcp_sync import _regex
 from mcp_sync._catalog import Snapshot, Tool, freeze, parse_call_result
 from mcp_sync._validate import check_structured_output
 
+pytestmark = pytest.mark.hostile
+
 pytest.importorskip("jsonschema")
 pytest.importorskip("re2")
 

@@ -21,6 +21,8 @@ import mcp_sync
 from mcp_sync.config import ConnectOptions
 from mcp_sync.testing import server_command
 
+pytestmark = pytest.mark.hostile
+
 # How long past its deadline a caller may be back on a loaded 2-core machine.
 HEADROOM = 1.5
 # A handshake that never ends lasts this long: far longer than any caller waits.
