@@ -46,6 +46,7 @@ from ._options import (
     SseConnectOptions,
     problem_of,
 )
+from ._secret import Secret
 from ._variables import VariableError, expand_text
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "HttpConnectOptions",
     "MAX_CONFIG_BYTES",
     "MAX_CONFIG_DEPTH",
+    "Secret",
     "ServerEntry",
     "SseConnectOptions",
     "client_config_paths",
