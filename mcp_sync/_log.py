@@ -1,6 +1,6 @@
 """Logging: the ``mcp_sync`` logger hierarchy and the events it records.
 
-Three loggers under ``logging.getLogger("mcp_sync")`` (which has only a
+Four loggers under ``logging.getLogger("mcp_sync")`` (which has only a
 ``NullHandler``: the application decides where records go):
 
 - ``mcp_sync.session``: a session was connected (with the handshake time),
@@ -11,7 +11,9 @@ Three loggers under ``logging.getLogger("mcp_sync")`` (which has only a
 - ``mcp_sync.servers``: :class:`mcp_sync.Servers` replacing a server, holding
   one back after repeated failures, and its health checks;
 - ``mcp_sync.transport``: the HTTP transport resuming an event stream
-  (``Last-Event-ID``) and starting a new session after a 404.
+  (``Last-Event-ID``) and starting a new session after a 404; the pipe I/O
+  of stdio turning its ctypes fast path off for the process
+  (``fast_path_off``, once).
 
 Every record carries its fields as attributes (``logging``'s ``extra=``),
 each named ``mcp_*``: ``mcp_event`` and ``mcp_server`` always, the others
@@ -271,8 +273,10 @@ def check_traceparent(value: object) -> str:
 def transport_event(level: int, event: str, server: str, message: str, *args: object, **fields: Any) -> None:
     """An HTTP transport's recovery: ``resume`` (a reply stream GET again with
     ``Last-Event-ID``), ``listen_resume`` (the standalone stream, likewise),
-    ``renew`` (a new session after a 404) and ``renew_failed``. Never the
-    event id or the session id (both the server's choice)."""
+    ``renew`` (a new session after a 404) and ``renew_failed``; and
+    ``fast_path_off`` (stdio's pipe I/O leaving ctypes for the ``os``
+    functions). Never the event id or the session id (both the server's
+    choice)."""
     _emit(TRANSPORT, level, event, server, message, *args, **fields)
 
 
