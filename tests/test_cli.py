@@ -490,10 +490,12 @@ def test_server_text_is_escaped_on_the_terminal(tmp_path: Path) -> None:
         "mcp/odd/evil  odd     -           Looks \\x1b[31mred\\x1b[0m \\u202eesrever\\u202c\\u200b"
     )
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
-    # JSON output is ASCII: the characters are there, escaped by JSON.
+    # JSON output carries the flow's description as a model sees it: the
+    # characters shown escaped, never the characters themselves.
     done = run("--mcp-config", "servers.json", "tools", "--json", cwd=tmp_path)
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
-    assert "\u202e" in json.loads(done.stdout)[0]["description"]
+    description = json.loads(done.stdout)[0]["description"]
+    assert "\u202e" not in description and "\\u202eesrever" in description
 
 
 def test_call_prints_content(tmp_path: Path) -> None:
