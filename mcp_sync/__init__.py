@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import typing
 
-from ._catalog import CallToolResult, ServerInfo, Tool, thaw
-from ._client import connect, connect_http
-from ._errors import (
+from ._servers import DEFAULT_HEALTH_CHECK_TIMEOUT_MS, RespawnPolicy, Servers
+from ._version import __version__
+from .protocol.catalog import CallToolResult, ServerInfo, Tool, thaw
+from .protocol.errors import (
     AuthError,
     ConfigError,
     ConnectionClosed,
@@ -31,7 +32,7 @@ from ._errors import (
     ToolNotFound,
     UrlElicitationRequired,
 )
-from ._limits import (
+from .protocol.limits import (
     DEFAULT_HANDSHAKE_TIMEOUT_MS,
     DEFAULT_MAX_CATALOG_PAGES,
     DEFAULT_MAX_FRAME_BYTES,
@@ -47,21 +48,21 @@ from ._limits import (
     MAX_SAFE_INTEGER,
     Limits,
 )
-from ._progress import ProgressCallback
-from ._redact import DiagnosticEvent, Diagnostics, Redacted
-from ._servers import DEFAULT_HEALTH_CHECK_TIMEOUT_MS, RespawnPolicy, Servers
-from ._session import CLIENT_INFO
-from ._session_api import Session
-from ._submit import ToolCall
-from ._version import __version__
-from ._versions import (
+from .protocol.redaction import DiagnosticEvent, Diagnostics, Redacted
+from .protocol.versions import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,
     SUPPORTED_PROTOCOL_VERSIONS,
 )
+from .session.api import Session
+from .session.connect import connect, connect_http
+from .session.core import CLIENT_INFO
+from .session.progress import ProgressCallback
+from .session.submit import ToolCall
 
 if typing.TYPE_CHECKING:
-    from ._handlers import (
+    from .protocol.roots import Root
+    from .session.handlers import (
         ElicitationRequest,
         ElicitationResult,
         HandlerError,
@@ -69,7 +70,7 @@ if typing.TYPE_CHECKING:
         SamplingRequest,
         SamplingResult,
     )
-    from ._resources import (
+    from .session.resources import (
         Completion,
         GetPromptResult,
         Prompt,
@@ -80,7 +81,6 @@ if typing.TYPE_CHECKING:
         ResourceContents,
         ResourceTemplate,
     )
-    from ._roots import Root
 
 # Defined on first use: these value types (answers to the server's requests,
 # resources, prompts, roots) cost `import mcp_sync` about 25 ms to define, and
@@ -99,11 +99,11 @@ if not typing.TYPE_CHECKING:
 
     def __getattr__(name: str) -> object:
         if name in _FROM_HANDLERS:
-            from . import _handlers as module
+            from .session import handlers as module
         elif name in _FROM_RESOURCES:
-            from . import _resources as module
+            from .session import resources as module
         elif name == "Root":
-            from . import _roots as module
+            from .protocol import roots as module
         else:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         value = getattr(module, name)

@@ -14,9 +14,9 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._catalog import thaw
-from ._errors import missing_extra
 from .flows import Flow, FlowFailed, FlowResult
+from .protocol.catalog import thaw
+from .protocol.errors import missing_extra
 
 if TYPE_CHECKING:
     from langchain_core.tools import StructuredTool

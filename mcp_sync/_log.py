@@ -38,11 +38,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._errors import McpError, ProtocolError
-from ._redact import redact
+from .protocol.errors import McpError, ProtocolError
+from .protocol.redaction import redact
 
 if TYPE_CHECKING:
-    from ._catalog import CallToolResult, Tool
+    from .protocol.catalog import CallToolResult, Tool
 
 __all__ = [
     "CALLS",

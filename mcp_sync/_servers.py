@@ -43,9 +43,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _log
-from ._client import connect
-from ._eras import Abort, EraMemory, abortable, remembering
-from ._errors import (
+from .protocol.errors import (
     ConnectionClosed,
     InvalidOption,
     McpError,
@@ -53,15 +51,17 @@ from ._errors import (
     ServerUnavailable,
     Timeout,
 )
-from ._limits import DEFAULT_REQUEST_TIMEOUT_MS, check_limit, seconds
-from ._redact import Diagnostics
-from ._session import CLOSED_BY_CALLER, FORKED
-from ._session_api import Session
+from .protocol.limits import DEFAULT_REQUEST_TIMEOUT_MS, check_limit, seconds
+from .protocol.redaction import Diagnostics
+from .session.api import Session
+from .session.connect import connect
+from .session.core import CLOSED_BY_CALLER, FORKED
+from .session.eras.negotiation import Abort, EraMemory, abortable, remembering
 
 if TYPE_CHECKING:
-    from ._catalog import CallToolResult
-    from ._submit import ToolCall
     from .config import ServerEntry
+    from .protocol.catalog import CallToolResult
+    from .session.submit import ToolCall
 
 __all__ = ["DEFAULT_HEALTH_CHECK_TIMEOUT_MS", "RespawnPolicy", "Servers"]
 

@@ -12,7 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import connect
-from ._text import escape
+from .protocol.text import escape
 from .testing import server_command
 
 __all__ = ["main"]

@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeAlias, overload
 
-from ._catalog import CallToolResult, Tool, freeze, thaw
-from ._envelope import (
+from .protocol.catalog import CallToolResult, Tool, freeze, thaw
+from .protocol.errors import McpError
+from .protocol.flow_declarations import (
     MCP_CAPABILITIES,
     MCP_EFFECTS,
     MODES,
@@ -42,8 +43,7 @@ from ._envelope import (
     check_flow_name,
     pattern_covers,
 )
-from ._errors import McpError
-from ._text import for_model
+from .protocol.text import for_model
 
 __all__ = [
     "Action",
@@ -469,7 +469,7 @@ def describe_tool(server: str, tool: str, description: str | None) -> str:
 
     The server's own text is fenced off behind a fixed preamble, so a model
     reads it as what the server says, not as the host's instructions, and
-    cleaned as every server text bound for a model is (``_text.for_model``:
+    cleaned as every server text bound for a model is (``protocol.text.for_model``:
     hidden tag characters dropped, bidi and zero-width characters escaped).
     An absent or empty server description adds nothing.
     """
@@ -610,7 +610,7 @@ def connect_and_project(
     with no server started. An ``include`` name the catalog lacks can only
     be found after connecting: the session is closed and the error raised.
     """
-    from ._client import connect
+    from .session.connect import connect
 
     from_entry: dict[str, Any] = {}
     if options is not None and callable(getattr(options, "projection_kwargs", None)):

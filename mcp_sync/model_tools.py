@@ -35,12 +35,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, cast
 
-from ._catalog import CallToolResult, Tool, thaw
-from ._errors import InvalidInput, ToolNotFound
-from ._jsonrpc import json_depth
-from ._limits import MAX_JSON_DEPTH
-from ._text import escape, for_model
 from .flows import Flow, FlowFailed, FlowResult, FlowSource, catalog, project
+from .protocol.catalog import CallToolResult, Tool, thaw
+from .protocol.errors import InvalidInput, ToolNotFound
+from .protocol.frames import json_depth
+from .protocol.limits import MAX_JSON_DEPTH
+from .protocol.text import escape, for_model
 
 __all__ = [
     "MAX_NAME_LENGTH",

@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._errors import McpError, RemoteError, missing_extra
 from ._log import TRACING
-from ._redact import redact_url
+from .protocol.errors import McpError, RemoteError, missing_extra
+from .protocol.redaction import redact_url
 
 __all__ = ["instrument", "is_instrumented", "uninstrument"]
 

@@ -108,8 +108,8 @@ class Floor:
 
 def modern_floor(url: str) -> Floor:
     """The frame and headers mcp_sync sends for this call, POSTed bare."""
-    from mcp_sync._modern import ModernEra
-    from mcp_sync._session import CLIENT_INFO
+    from mcp_sync.session.core import CLIENT_INFO
+    from mcp_sync.session.eras.modern import ModernEra
 
     path = ModernEra("bench", "2026-07-28", http=True, capabilities={}, client_info=CLIENT_INFO)
     params = {"name": "echo", "arguments": ARGS}

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import mcp_sync  # noqa: E402
-from mcp_sync import _session  # noqa: E402
+from mcp_sync.session import core as _session  # noqa: E402
 
 ECHO_SERVER = ROOT / "scripts" / "bench_echo_server.py"
 ARGS = {"message": "hello"}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How a blocked caller is best woken: the measurement behind ``mcp_sync._pending``.
+"""How a blocked caller is best woken: the measurement behind ``mcp_sync.session.pending``.
 
     .venv/bin/python scripts/bench_wakeups.py [--rounds R] [--calls N] [--threads T]
 

@@ -15,7 +15,7 @@ import sys
 CASE = r'''
 import json, sys, time
 import mcp_sync
-from mcp_sync._jsonrpc import decode_line
+from mcp_sync.protocol.frames import decode_line
 from mcp_sync.testing import server_command
 
 def status(field):

@@ -19,12 +19,12 @@ from support import timed
 
 import mcp_sync
 from mcp_sync import auth
-from mcp_sync._redact import Redacted
 from mcp_sync.auth._code import PendingLogin, _check_redirect
 from mcp_sync.auth._discovery import parse_challenges
 from mcp_sync.auth._grant import union_scopes
 from mcp_sync.auth._loopback import LoopbackListener, free_loopback_uri
 from mcp_sync.auth._urls import resource_matches
+from mcp_sync.protocol.redaction import Redacted
 
 
 @pytest.fixture

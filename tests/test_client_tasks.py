@@ -14,7 +14,7 @@ import pytest
 from support import connect_fake, logged
 
 import mcp_sync
-from mcp_sync import _client_tasks
+from mcp_sync.session import held_tasks as _client_tasks
 
 SAMPLE = {
     "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],

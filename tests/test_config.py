@@ -392,7 +392,7 @@ def test_importing_the_package_does_not_import_pydantic() -> None:
 def test_check_a_mixed_config_over_stdio_and_http(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    pytest.importorskip("mcp_sync._transports.http", reason="the HTTP transport is not built yet")
+    pytest.importorskip("mcp_sync.transports.http", reason="the HTTP transport is not built yet")
     everything_http_server: str = request.getfixturevalue("everything_http_server")
     path = _write(
         tmp_path,

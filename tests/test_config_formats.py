@@ -12,9 +12,6 @@ from typing import Any
 import pytest
 
 import mcp_sync
-from mcp_sync._secret import Secret
-from mcp_sync._transports._process import spawn_of
-from mcp_sync._variables import VariableError, expand
 from mcp_sync.config import (
     ConfigError,
     ConnectOptions,
@@ -22,6 +19,9 @@ from mcp_sync.config import (
     load_config,
     parse_config,
 )
+from mcp_sync.config.variables import VariableError, expand
+from mcp_sync.protocol.secret import Secret
+from mcp_sync.transports.process import spawn_of
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable

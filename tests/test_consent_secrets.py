@@ -288,8 +288,8 @@ def test_the_prompt_on_a_terminal(checkout: Path, recorder: Recorder, answer: by
 
 
 def test_a_secret_never_renders_its_value(caplog: pytest.LogCaptureFixture) -> None:
-    from mcp_sync._secret import Secret
-    from mcp_sync._variables import expand_text
+    from mcp_sync.config.variables import expand_text
+    from mcp_sync.protocol.secret import Secret
 
     secret = expand_text("Bearer ${GITHUB_TOKEN}", {"GITHUB_TOKEN": TOKEN})
     assert isinstance(secret, Secret)

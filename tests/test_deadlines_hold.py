@@ -29,7 +29,7 @@ import pytest
 from support import alive, connect_fake, fake_pid, library_threads, timed, wait_gone
 
 import mcp_sync
-from mcp_sync._jsonrpc import check_arguments, decode_line
+from mcp_sync.protocol.frames import check_arguments, decode_line
 from mcp_sync.testing import server_command
 
 pytestmark = pytest.mark.hostile

@@ -570,10 +570,14 @@ def library_messages() -> list[tuple[str, int, str]]:
     around its ``{placeholders}``.
     """
     found = []
+    package = REPO / "mcp_sync"
     sources = [
-        *(REPO / "mcp_sync").glob("_*.py"),
-        *(REPO / "mcp_sync" / "_transports").glob("*.py"),
-        *(REPO / "mcp_sync" / "auth").glob("_*.py"),
+        *package.glob("_*.py"),
+        *(package / "protocol").glob("*.py"),
+        *(package / "transports").glob("*.py"),
+        *(path for path in (package / "session").rglob("*.py") if path.name != "skills.py"),
+        *(path for path in (package / "config").glob("*.py") if path.name != "__init__.py"),
+        *(package / "auth").glob("_*.py"),
     ]
     for source in sorted(sources):
         tree = ast.parse(source.read_text(encoding="utf-8"))
@@ -605,7 +609,7 @@ def _session_kinds() -> set[str]:
     """Every ``kind`` of mcp_sync's session errors; ``auth_failed`` (the OAuth extra's)
     has its own section of the troubleshooting page."""
     import mcp_sync
-    from mcp_sync import _errors
+    from mcp_sync.protocol import errors as _errors
 
     return {
         cls.kind

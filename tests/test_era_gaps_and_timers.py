@@ -217,7 +217,7 @@ def _timer_threads() -> list[threading.Thread]:
 
 
 def test_held_tasks_share_one_timer_thread_that_still_expires_each_on_time() -> None:
-    from mcp_sync import _client_tasks
+    from mcp_sync.session import held_tasks as _client_tasks
 
     cap = _client_tasks.MAX_HELD_TASKS
     assert cap == 32

@@ -1,4 +1,4 @@
-"""Era negotiation over stdio (mcp_sync._eras): auto, legacy, modern, pinned versions.
+"""Era negotiation over stdio (mcp_sync.session.eras.negotiation): auto, legacy, modern, pinned versions.
 
 The fake server speaks the handshake era by default, the 2026-07-28 era with
 ``--era modern``, and both with ``--era dual`` (the first request decides, as in
@@ -18,7 +18,7 @@ from conftest import assert_no_process_left
 from support import connect_fake, fake_pid, logged, methods, timed
 
 import mcp_sync
-from mcp_sync import _eras
+from mcp_sync.session.eras import negotiation as _eras
 
 META_KEYS = {
     "io.modelcontextprotocol/protocolVersion",
@@ -455,9 +455,9 @@ def test_auto_costs_a_handshake_era_server_one_more_request(tmp_path: Path) -> N
 
 
 def test_both_eras_implement_the_one_era_contract() -> None:
-    from mcp_sync._era import Era
-    from mcp_sync._legacy import LegacyEra
-    from mcp_sync._modern import ModernEra
+    from mcp_sync.session.eras.contract import Era
+    from mcp_sync.session.eras.handshake import LegacyEra
+    from mcp_sync.session.eras.modern import ModernEra
 
     members = {name for name in vars(Era) if not name.startswith("_")} | set(Era.__annotations__)
     assert {"open", "adopt", "request", "probe", "set_log_level", "listen", "cancel_task"} <= members

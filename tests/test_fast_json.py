@@ -20,8 +20,8 @@ import pytest
 from support import connect_fake
 
 import mcp_sync
-from mcp_sync import _jsonrpc
-from mcp_sync._jsonrpc import decode_line, encode, load_fast_json
+from mcp_sync.protocol import frames as _jsonrpc
+from mcp_sync.protocol.frames import decode_line, encode, load_fast_json
 
 
 @pytest.fixture
@@ -199,7 +199,7 @@ def test_the_outbound_size_bound_is_the_same_either_way(monkeypatch: pytest.Monk
 def test_a_session_turns_orjson_on_and_import_alone_does_not() -> None:
     script = (
         "import sys, mcp_sync\n"
-        "from mcp_sync import _jsonrpc\n"
+        "from mcp_sync.protocol import frames as _jsonrpc\n"
         "print('orjson' in sys.modules, _jsonrpc._fast_loads is None)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

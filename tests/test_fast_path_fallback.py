@@ -100,7 +100,7 @@ _SCENARIO = textwrap.dedent(
         exercise(again, 100_000)
     report["refused"] = sorted(set(refused))
     report["refused_after_switch"] = len(refused) - report["refused_in_session"]
-    from mcp_sync._transports import _fdio
+    from mcp_sync.transports import fdio as _fdio
     report["switched"] = _fdio._libc is False
     report["records"] = [r for r in records if r["event"] == "fast_path_off"]
     report["other_warnings"] = [
@@ -195,7 +195,7 @@ class _Refusing:
 
 @pytest.fixture
 def fdio(monkeypatch: pytest.MonkeyPatch) -> Any:
-    from mcp_sync._transports import _fdio
+    from mcp_sync.transports import fdio as _fdio
 
     # Restored afterwards: sessions of other tests in this process keep theirs.
     monkeypatch.setattr(_fdio, "_told", False, raising=False)

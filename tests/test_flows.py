@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 import mcp_sync
 from mcp_sync import flows
-from mcp_sync._catalog import CallToolResult, Tool, freeze
 from mcp_sync.flows import (
     MCP_CAPABILITIES,
     MCP_EFFECTS,
@@ -31,6 +30,7 @@ from mcp_sync.flows import (
     NarrowingError,
     ProjectionError,
 )
+from mcp_sync.protocol.catalog import CallToolResult, Tool, freeze
 from mcp_sync.testing import server_command
 
 # --------------------------------------------------------------------------

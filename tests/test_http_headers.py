@@ -209,7 +209,7 @@ def test_config_headers_expand_and_stay_private() -> None:
     assert TOKEN not in repr(entry) and TOKEN not in str(entry)
     assert "headers={'Authorization': '[REDACTED]', 'X-Plain': '[REDACTED]'}" in repr(entry)
     kwargs = entry.connect_kwargs()
-    from mcp_sync._transports._options import check_http_options
+    from mcp_sync.transports.http_options import check_http_options
 
     sent = check_http_options("remote", entry.url, None, None, headers=kwargs["headers"])
     assert sent["headers"].reveal()["Authorization"] == f"Bearer {TOKEN}"

@@ -22,7 +22,7 @@ from hostile_http import SECRET_BODY, Hostile, hostile_server
 from support import timed
 
 import mcp_sync
-from mcp_sync._mcp_headers import InvalidHeaders, encode_value, header_bindings
+from mcp_sync.transports.mcp_headers import InvalidHeaders, encode_value, header_bindings
 
 
 @contextmanager
@@ -397,7 +397,7 @@ def test_connection_refused_is_not_retried() -> None:
 def test_a_probe_ignored_over_http_costs_the_grace_not_the_budget(tmp_path: Path) -> None:
     # The handshake goes out HTTP_PROBE_GRACE_MS after the probe (which stays
     # open), not after a probe timeout of seconds.
-    from mcp_sync import _eras
+    from mcp_sync.session.eras import negotiation as _eras
 
     log = tmp_path / "log"
     with fake_http("--hang-on", "server/discover", "--header-log", str(log)) as url:

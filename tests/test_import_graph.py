@@ -1,9 +1,10 @@
 """The import graph of ``mcp_sync`` has no cycle (``scripts/import_cycles``),
-features reach the session core only through ``_core_api.Core``, and
+features reach the session core only through ``session.feature_contract.Core``, and
 ``Session`` lists its whole surface in one class."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.machinery
 import importlib.util
@@ -16,15 +17,23 @@ from types import ModuleType
 import pytest
 
 import mcp_sync
-from mcp_sync._session_api import Session
+from mcp_sync.session.api import Session
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "import_cycles"
 PACKAGE = REPO / "mcp_sync"
 
 # Written against the narrow core protocol: none may import the session.
-FEATURES = ("_core_api", "_resources", "_refresh", "_serverlog", "_health", "_roots")
-SESSION_MODULES = {"mcp_sync._session", "mcp_sync._session_api", "mcp_sync._inbound"}
+FEATURES = (
+    "session.feature_contract",
+    "session.resources",
+    "session.refresh",
+    "session.server_logs",
+    "session.health",
+    "protocol.roots",
+)
+SESSION_MODULES = {"mcp_sync.session.core", "mcp_sync.session.api", "mcp_sync.session.inbound"}
+
 
 @functools.cache
 def _script() -> ModuleType:
@@ -96,13 +105,16 @@ def test_a_feature_does_not_import_the_session(feature: str) -> None:
 
 def test_the_core_protocol_names_only_value_types() -> None:
     edges = _package_graph()
-    low = {"mcp_sync._catalog", "mcp_sync._errors", "mcp_sync._limits", "mcp_sync._roots"}
-    assert edges["mcp_sync._core_api"] <= low
+    low = {f"mcp_sync.protocol.{name}" for name in ("catalog", "errors", "limits", "roots")}
+    assert edges["mcp_sync.session.feature_contract"] <= low
 
 
 def test_no_feature_or_session_module_is_in_a_cycle() -> None:
     script = _script()
-    mine = {f"mcp_sync.{name}" for name in (*FEATURES, "_session_api", "_log", "_catalog", "_validate", "_text")}
+    mine = {
+        f"mcp_sync.{name}"
+        for name in (*FEATURES, "session.api", "_log", "protocol.catalog", "protocol.output_check", "protocol.text")
+    }
     cycles = [component for component in script.components(_package_graph()) if len(component) > 1]
     in_cycles = {name for component in cycles for name in component}
     assert not mine & in_cycles
@@ -116,9 +128,16 @@ def test_the_package_import_graph_has_no_cycle() -> None:
 # The contracts at the bottom of the session's layers: each may name only
 # value types and the contracts below it, never the machinery, an era or the core.
 CONTRACTS = {
-    "_pending": {"_transports._base"},
-    "_core_api": {"_catalog", "_errors", "_limits", "_roots"},
-    "_era": {"_catalog", "_errors", "_limits", "_pending", "_core_api", "_transports._base"},
+    "session.pending": {"transports.contract"},
+    "session.feature_contract": {"protocol.catalog", "protocol.errors", "protocol.limits", "protocol.roots"},
+    "session.eras.contract": {
+        "protocol.catalog",
+        "protocol.errors",
+        "protocol.limits",
+        "session.pending",
+        "session.feature_contract",
+        "transports.contract",
+    },
 }
 
 
@@ -129,9 +148,20 @@ def test_the_session_contracts_import_only_lower_modules(contract: str) -> None:
     assert edges <= allowed, edges - allowed
 
 
-@pytest.mark.parametrize("machinery", ["_answering", "_inbound", "_legacy", "_modern", "_plan", "_progress", "_tasks"])
+@pytest.mark.parametrize(
+    "machinery",
+    [
+        "session.server_requests",
+        "session.inbound",
+        "session.eras.handshake",
+        "session.eras.modern",
+        "session.call_plan",
+        "session.progress",
+        "session.tool_tasks",
+    ],
+)
 def test_the_session_machinery_does_not_import_the_core(machinery: str) -> None:
-    assert "mcp_sync._session" not in _package_graph()[f"mcp_sync.{machinery}"]
+    assert "mcp_sync.session.core" not in _package_graph()[f"mcp_sync.{machinery}"]
 
 
 def test_session_lists_its_whole_surface_in_one_class() -> None:
@@ -145,3 +175,49 @@ def test_session_lists_its_whole_surface_in_one_class() -> None:
         target = member.fget if isinstance(member, property) else member
         assert inspect.getdoc(target), f"Session.{name} has no docstring"
     assert mcp_sync.Session is Session
+
+
+# The layers, bottom up. A module may import its own layer and the layers below
+# it; lazy and type-only imports count. The loose private modules at the top are
+# the foundation (logging, the version, the distribution check), which every layer
+# may use, and the surface that builds on sessions.
+LAYERS = (
+    ("protocol",),
+    ("_log", "_version", "_identity"),
+    ("transports",),
+    ("auth",),
+    ("session",),
+    ("config",),
+    ("", "_servers", "_langchain", "flows", "model_tools", "skills", "otel"),
+    ("cli", "testing", "demo", "__main__"),
+)
+MAX_LOOSE_PRIVATE_MODULES = 12
+
+
+def _layer(module: str) -> int:
+    first = module.split(".")[1] if "." in module else ""
+    for rank, names in enumerate(LAYERS):
+        if first in names:
+            return rank
+    raise AssertionError(f"{module} is in no layer: add its folder or name to LAYERS")
+
+
+def test_no_import_runs_back_up_the_layers() -> None:
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in _package_graph().items()
+        for target in targets
+        if _layer(target) > _layer(module)
+    )
+    assert not upward, upward
+
+
+def test_few_private_modules_sit_loose_at_the_top() -> None:
+    loose = sorted(path.name for path in PACKAGE.glob("_*.py") if not path.name.startswith("__"))
+    assert len(loose) <= MAX_LOOSE_PRIVATE_MODULES, loose
+
+
+def test_every_subpackage_says_what_lives_there() -> None:
+    for init in PACKAGE.rglob("__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and len(doc) > 80, f"{init.relative_to(REPO)} has no docstring saying what lives there"

@@ -13,8 +13,8 @@ from hostile_http import hostile_server
 from support import connect_fake, rss_bytes, timed
 
 import mcp_sync
-from mcp_sync._jsonrpc import TooManyValues, decode_line
-from mcp_sync._limits import MAX_JSON_VALUES
+from mcp_sync.protocol.frames import TooManyValues, decode_line
+from mcp_sync.protocol.limits import MAX_JSON_VALUES
 
 pytestmark = pytest.mark.hostile
 

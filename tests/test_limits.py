@@ -12,8 +12,8 @@ import pytest
 from support import connect_fake, cpu_bounded, fake_pid, library_threads, logged, rss_bytes, timed, wait_gone
 
 import mcp_sync
-from mcp_sync import _jsonrpc
-from mcp_sync._jsonrpc import decode_line
+from mcp_sync.protocol import frames as _jsonrpc
+from mcp_sync.protocol.frames import decode_line
 
 LIMITS = {
     "handshake_timeout_ms": mcp_sync.DEFAULT_HANDSHAKE_TIMEOUT_MS,
@@ -501,7 +501,7 @@ def test_credentials_never_survive_anywhere(caplog: pytest.LogCaptureFixture) ->
 
 
 def test_redact_unit_cases() -> None:
-    from mcp_sync._redact import redact
+    from mcp_sync.protocol.redaction import redact
 
     assert redact("https://user:pw@host/p") == "https://[REDACTED]@host/p"
     assert redact("token=abc&x=1") == "token=[REDACTED]&x=1"

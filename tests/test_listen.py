@@ -517,7 +517,7 @@ def test_a_reopen_that_fails_between_quick_drops_does_not_reset_the_backoff(tran
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_stream_is_replaced_before_its_lifetime_is_up(transport: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_sync import _listen
+    from mcp_sync.session import listen as _listen
 
     monkeypatch.setattr(_listen, "LISTEN_LIFETIME", 0.4)
     with fake(transport, "modern", auto_refresh=True) as session:

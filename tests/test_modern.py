@@ -17,7 +17,7 @@ import pytest
 from support import connect_fake, logged, methods, timed
 
 import mcp_sync
-from mcp_sync._modern import MAX_INPUT_REQUESTS, MAX_INPUT_ROUNDS
+from mcp_sync.session.eras.modern import MAX_INPUT_REQUESTS, MAX_INPUT_ROUNDS
 from mcp_sync.testing._eras import REQUEST_STATE
 
 MODERN = ("--era", "modern")

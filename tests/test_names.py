@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from support import connect_fake
 
 import mcp_sync
-from mcp_sync._catalog import check_tool_name
+from mcp_sync.protocol.catalog import check_tool_name
 
 FORBIDDEN = {
     "slash": "read/file",

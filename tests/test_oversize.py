@@ -18,7 +18,7 @@ import pytest
 from support import alive, connect_fake, fake_pid, library_threads, rss_bytes, timed, wait_gone
 
 import mcp_sync
-from mcp_sync._transports._oversize import KEEP, Oversized
+from mcp_sync.protocol.oversize import KEEP, Oversized
 
 pytestmark = pytest.mark.hostile
 
@@ -254,7 +254,7 @@ def test_a_session_that_failed_with_its_server_alive_closes_in_milliseconds() ->
 _SCAN = """
 import contextlib, resource, sys
 import mcp_sync
-from mcp_sync._jsonrpc import decode_line
+from mcp_sync.protocol.frames import decode_line
 body = sys.argv[1].encode()
 line = b'{"result":' + body * (4 * 2**20 // len(body)) + b',"jsonrpc":"2.0","id":1}'
 text = line.decode()  # the size of decode_line's own copy, reserved first

@@ -1,4 +1,4 @@
-"""The plain call path (``_plan.plain_call``): a ``call_tool`` with no
+"""The plain call path (``session.call_plan.plain_call``): a ``call_tool`` with no
 progress and no task goes past the general call plan, and must be the same
 call on the wire, with the same result, as the general driver makes it."""
 
@@ -14,8 +14,8 @@ from support import connect_fake
 
 import mcp_sync
 from mcp_sync import _log
-from mcp_sync._catalog import parse_call_result
-from mcp_sync._plan import drive
+from mcp_sync.protocol.catalog import parse_call_result
+from mcp_sync.session.call_plan import drive
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 ERAS = {

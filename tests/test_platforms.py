@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent(
         delattr(sys.modules[module], name)
 
     import mcp_sync
-    from mcp_sync._transports import stdio as _stdio  # noqa: F401
+    from mcp_sync.transports import stdio as _stdio  # noqa: F401
     from mcp_sync.config import ConnectOptions
     from mcp_sync.testing import server_command
 

@@ -30,9 +30,9 @@ from test_skills import FORMS, FORMS_URI, SKILL_MD, SKILL_URI, digest, entry, se
 
 import mcp_sync
 from mcp_sync import model_tools, otel, skills
-from mcp_sync._catalog import Tool
-from mcp_sync._redact import redact_url
-from mcp_sync._text import for_model
+from mcp_sync.protocol.catalog import Tool
+from mcp_sync.protocol.redaction import redact_url
+from mcp_sync.protocol.text import for_model
 
 # "Ignore previous instructions" spelled in Unicode tag characters: invisible
 # in an editor, read as ASCII by some models.

@@ -58,10 +58,10 @@ def test_feature_value_types_are_defined_on_first_use() -> None:
     code = textwrap.dedent("""
         import sys
         import mcp_sync
-        lazy = ("mcp_sync._handlers", "mcp_sync._resources", "mcp_sync._roots", "socket")
+        lazy = ("mcp_sync.session.handlers", "mcp_sync.session.resources", "mcp_sync.protocol.roots", "socket")
         print(sorted(m for m in lazy if m in sys.modules))
         from mcp_sync import Handlers, Resource
-        from mcp_sync._handlers import Handlers as defined
+        from mcp_sync.session.handlers import Handlers as defined
         print(Handlers is defined, Resource.__module__, mcp_sync.Root.__module__)
         print(sorted(m for m in lazy if m in sys.modules))
         print("Prompt" in dir(mcp_sync), "Prompt" in vars(mcp_sync))
@@ -75,8 +75,8 @@ def test_feature_value_types_are_defined_on_first_use() -> None:
     ).stdout.splitlines()
     assert out == [
         "[]",
-        "True mcp_sync._resources mcp_sync._roots",
-        "['mcp_sync._handlers', 'mcp_sync._resources', 'mcp_sync._roots']",
+        "True mcp_sync.session.resources mcp_sync.protocol.roots",
+        "['mcp_sync.protocol.roots', 'mcp_sync.session.handlers', 'mcp_sync.session.resources']",
         "True False",
         "module 'mcp_sync' has no attribute 'Handler'",
     ]

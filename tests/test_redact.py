@@ -11,7 +11,7 @@ import pytest
 from support import connect_fake, timed
 
 import mcp_sync
-from mcp_sync._redact import MAX_STDERR_LINE_BYTES, StderrTail, redact
+from mcp_sync.protocol.redaction import MAX_STDERR_LINE_BYTES, StderrTail, redact
 
 # Each case: a line, and the secret in it that must not survive.
 SHAPES = [

@@ -255,13 +255,13 @@ def test_auto_refresh_follows_a_storm_with_few_walks(tmp_path: Path) -> None:
 
 def test_auto_refresh_runs_on_a_library_thread() -> None:
     names: list[str] = []
-    real = mcp_sync._refresh.refresh_tools  # type: ignore[attr-defined]
+    real = mcp_sync.session.refresh.refresh_tools  # type: ignore[attr-defined]
 
     def spy(core: Any, timeout_ms: Any) -> Any:
         names.append(threading.current_thread().name)
         return real(core, timeout_ms)
 
-    mcp_sync._refresh.refresh_tools = spy  # type: ignore[attr-defined]
+    mcp_sync.session.refresh.refresh_tools = spy  # type: ignore[attr-defined]
     try:
         with connect_fake("--features", auto_refresh=True) as session:
             session.call_tool("storm", {"add": 1})
@@ -270,7 +270,7 @@ def test_auto_refresh_runs_on_a_library_thread() -> None:
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
     finally:
-        mcp_sync._refresh.refresh_tools = real  # type: ignore[attr-defined]
+        mcp_sync.session.refresh.refresh_tools = real  # type: ignore[attr-defined]
     assert names[0].startswith("mcp_sync-fake-refresh")
 
 

@@ -23,9 +23,9 @@ import pytest
 from support import connect_fake
 
 import mcp_sync
-from mcp_sync import _regex
-from mcp_sync._catalog import Snapshot, Tool, freeze, parse_call_result
-from mcp_sync._validate import check_structured_output
+from mcp_sync.protocol import patterns as _regex
+from mcp_sync.protocol.catalog import Snapshot, Tool, freeze, parse_call_result
+from mcp_sync.protocol.output_check import check_structured_output
 
 pytestmark = pytest.mark.hostile
 

@@ -406,7 +406,7 @@ def test_a_respawned_server_is_not_probed_again(
 
 
 def test_a_remembered_era_that_fails_is_forgotten(tmp_path: Path) -> None:
-    from mcp_sync._eras import EraMemory, remembering
+    from mcp_sync.session.eras.negotiation import EraMemory, remembering
 
     memory = EraMemory()
     memory.era = "modern"  # remembered, but this server is legacy now

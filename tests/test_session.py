@@ -26,9 +26,9 @@ from support import (
 )
 
 import mcp_sync
-from mcp_sync import _session
-from mcp_sync._transports._base import REQUEST, Outbound
+from mcp_sync.session import core as _session
 from mcp_sync.testing import server_command
+from mcp_sync.transports.contract import REQUEST, Outbound
 
 
 def test_handshake_snapshot_and_calls(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_catalog_is_deep_frozen_and_thaws() -> None:
 def test_a_call_result_is_deep_frozen_as_the_catalog_is() -> None:
     # Results are frozen in place (the decoded JSON is the call's alone): the
     # same value, as deeply read-only, as a copying freeze() gives.
-    from mcp_sync._catalog import freeze, parse_call_result
+    from mcp_sync.protocol.catalog import freeze, parse_call_result
 
     text = (
         '{"content":[{"type":"text","text":"x","annotations":{"audience":["user",{"k":[1,[2]]}]}}],'
@@ -592,7 +592,7 @@ def test_a_forked_child_disowns_the_session_and_spares_the_parents_server() -> N
 def test_a_failure_after_spawn_leaves_no_server(monkeypatch: pytest.MonkeyPatch) -> None:
     # Out of threads after the child started: connect() fails, and the child
     # and the threads that did start are gone.
-    from mcp_sync._transports import stdio as _stdio
+    from mcp_sync.transports import stdio as _stdio
 
     pids: list[int] = []
     real_start = threading.Thread.start
@@ -653,7 +653,7 @@ def test_an_interrupted_reader_loses_one_line_at_most() -> None:
     # A KeyboardInterrupt reaches the main thread while it reads stdout for
     # everyone. The rest of what it had read is still dispatched (by the
     # reader thread), though nothing more ever arrives on stdout.
-    from mcp_sync._transports import stdio as _stdio
+    from mcp_sync.transports import stdio as _stdio
 
     received: list[bytes] = []
     interrupted = False

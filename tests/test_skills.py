@@ -22,6 +22,7 @@ from support import connect_fake, methods
 
 import mcp_sync
 from mcp_sync import skills
+from mcp_sync.session import skills as skill_internals
 
 SKILL_URI = "skill://pdf-processing/SKILL.md"
 FORMS_URI = "skill://pdf-processing/references/FORMS.md"
@@ -204,7 +205,7 @@ def test_an_oversized_file_is_refused_before_it_is_fetched(tmp_path: Path) -> No
             {"uri": f"skill://pdf-processing/f{i}", "digest": digest("x"), "size": 1} for i in range(600)
         )])  # fmt: skip
         with pytest.raises(skills.SkillTooLarge, match="512 files"):
-            session.load_skill(skills._entry(many, "fake", "skills/list"))
+            session.load_skill(skill_internals._entry(many, "fake", "skills/list"))
     assert caught.value.kind == "skill_too_large"
     assert "resources/read" not in methods(log)
 
@@ -238,7 +239,7 @@ def _message(text: str) -> str:
 
 
 def test_frontmatter_comparison_is_by_json_value() -> None:
-    same = skills._same
+    same = skill_internals._same
     assert same({"a": 1, "b": None}, {"a": 1.0})  # an absent key is null; 1 is 1.0
     assert not same({"a": True}, {"a": 1})  # a bool is not a number
     assert not same({"a": "2024-01-01"}, {"a": None})

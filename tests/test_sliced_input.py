@@ -22,9 +22,9 @@ import pytest
 from support import alive, connect_fake, fake_pid, library_threads, rss_bytes, wait_gone
 
 import mcp_sync
-from mcp_sync import _jsonrpc
-from mcp_sync._jsonrpc import TooManyValues, decode_line, load_fast_json
-from mcp_sync._limits import MAX_JSON_VALUES
+from mcp_sync.protocol import frames as _jsonrpc
+from mcp_sync.protocol.frames import TooManyValues, decode_line, load_fast_json
+from mcp_sync.protocol.limits import MAX_JSON_VALUES
 
 MIB = 2**20
 # Under the default 64 MiB frame limit, as in the attack.

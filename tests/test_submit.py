@@ -20,7 +20,7 @@ from test_http_modern import fake_http
 from test_modern import answer_with
 
 import mcp_sync
-from mcp_sync import _submit
+from mcp_sync.session import submit as _submit
 
 ERAS = {"legacy": (), "modern": ("--era", "modern")}
 

@@ -18,7 +18,7 @@ from support import connect_fake
 from typing_extensions import TypedDict
 
 import mcp_sync
-from mcp_sync._catalog import freeze
+from mcp_sync.protocol.catalog import freeze
 
 
 class Sum(BaseModel):
@@ -63,7 +63,7 @@ def test_result_type_validates_structured_content_into_a_model() -> None:
 
 
 def test_result_type_accepts_what_pydantic_accepts() -> None:
-    from mcp_sync._typed import validate_result
+    from mcp_sync.protocol.typed_results import validate_result
 
     class Point(TypedDict):
         x: int
@@ -101,7 +101,7 @@ def test_a_result_type_pydantic_cannot_use_is_refused_before_sending(tmp_path: A
 
 
 def test_an_error_result_or_none_structured_is_a_mismatch_with_the_result() -> None:
-    from mcp_sync._typed import validate_result
+    from mcp_sync.protocol.typed_results import validate_result
 
     failed = _result(None, is_error=True)
     with pytest.raises(mcp_sync.ResultMismatch, match="reported an error instead of a Sum") as caught:
@@ -215,7 +215,7 @@ def test_output_model_without_a_schema_or_too_deep() -> None:
 def test_import_mcp_sync_does_not_load_pydantic() -> None:
     code = (
         "import sys, mcp_sync; "
-        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'mcp_sync._typed'))))"
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'mcp_sync.protocol.typed_results'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -269,7 +269,7 @@ def test_a_hostile_32042_is_checked(urls: Any, expected: tuple[str, str | None] 
 
 
 def test_a_32042_url_is_escaped_for_display_and_its_list_bounded() -> None:
-    from mcp_sync._errors import MAX_PENDING_ELICITATIONS, url_elicitations
+    from mcp_sync.protocol.errors import MAX_PENDING_ELICITATIONS, url_elicitations
 
     data = {"elicitations": [{"url": "https://x.example/\u202egnp.exe"}]}
     ((url, _),) = url_elicitations(data)

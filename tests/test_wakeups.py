@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from support import connect_fake
 
-from mcp_sync import _pending
+from mcp_sync.session import pending as _pending
 
 
 def _fds() -> int:
@@ -29,7 +29,7 @@ def _fds() -> int:
 
 
 def test_frames_queued_while_stdin_is_busy_leave_with_its_holder(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_sync._transports import stdio as _stdio
+    from mcp_sync.transports import stdio as _stdio
 
     with connect_fake() as session:
         stdin = session._core.transport._stdin  # type: ignore[union-attr]
@@ -166,7 +166,7 @@ def test_a_lone_caller_rarely_reads_an_empty_stdout(monkeypatch: pytest.MonkeyPa
     # waiting; after one that finds stdout empty the next _PEEK_AFTER_MISS
     # leaders poll first. Here the server answers on its own time, so at most
     # one call in _PEEK_AFTER_MISS + 1 pays for an empty read.
-    from mcp_sync._transports import stdio as _stdio
+    from mcp_sync.transports import stdio as _stdio
 
     calls = 340
     with connect_fake() as session:
@@ -212,7 +212,7 @@ def test_a_reply_already_waiting_is_read_without_a_poll(monkeypatch: pytest.Monk
     # one) have passed, each reads its reply without polling.
     import select
 
-    from mcp_sync._transports import stdio as _stdio
+    from mcp_sync.transports import stdio as _stdio
 
     with connect_fake() as session:
         transport = session._core.transport
@@ -319,7 +319,7 @@ def test_a_leader_reads_once_more_while_other_calls_wait() -> None:
 
 
 def test_the_gil_keeping_pipe_io_behaves_as_os_reads_and_writes(tmp_path: Path) -> None:
-    from mcp_sync._transports import _fdio
+    from mcp_sync.transports import fdio as _fdio
 
     write, read = _fdio.held_write(), _fdio.held_reader(64)
     if sys.platform.startswith("linux"):  # libc's, through ctypes
@@ -365,7 +365,7 @@ def test_the_gil_keeping_pipe_io_behaves_as_os_reads_and_writes(tmp_path: Path) 
 def test_the_gil_keeping_epoll_change_behaves_as_epoll_modify() -> None:
     import select
 
-    from mcp_sync._transports import _fdio
+    from mcp_sync.transports import fdio as _fdio
 
     epoll = select.epoll()
     r, w = os.pipe()
@@ -391,7 +391,7 @@ def test_the_gil_keeping_epoll_change_behaves_as_epoll_modify() -> None:
 
 
 def test_without_ctypes_the_os_functions_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_sync._transports import _fdio
+    from mcp_sync.transports import fdio as _fdio
 
     monkeypatch.setattr(_fdio, "_libc", False)
     assert _fdio.held_write() is _fdio.plain_write
@@ -419,7 +419,7 @@ def test_an_audit_hook_that_refuses_ctypes_gets_the_os_functions() -> None:
         "    if event.startswith('ctypes.'):\n"
         "        raise RuntimeError('no ctypes here')\n"
         "sys.addaudithook(hook)\n"
-        "from mcp_sync._transports import _fdio\n"
+        "from mcp_sync.transports import fdio as _fdio\n"
         "assert _fdio.held_write() is _fdio.plain_write\n"
         "assert _fdio.held_reader(64) is os.read\n"
         "import select\n"

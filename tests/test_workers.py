@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from mcp_sync._workers import Workers
+from mcp_sync.transports.workers import Workers
 
 
 def test_jobs_run_on_at_most_max_workers_threads_and_the_backlog_is_bounded() -> None:

@@ -9,8 +9,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from .._errors import AuthError, McpError, ProtocolError, Timeout
-from .._limits import Limits
+from ..protocol.errors import AuthError, McpError, ProtocolError, Timeout
+from ..protocol.limits import Limits
 from ._grant import Binding, Grant, Run
 from ._store import MemoryTokenStore, TokenStore
 from ._tokens import CLIENT_AUTH_METHODS, ClientAuth, TokenSet

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .._errors import AuthError, ProtocolError
-from .._redact import Redacted
+from ..protocol.errors import AuthError, ProtocolError
+from ..protocol.redaction import Redacted
 from ._base import Auth, DpopSetting, check_auth_method
 from ._discovery import ServerMetadata
 from ._grant import Grant, Run, check_credential_destination

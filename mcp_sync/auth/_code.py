@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from .._errors import AuthError, LoginRequired, McpError, ProtocolError, Timeout
-from .._limits import DEFAULT_MAX_FRAME_BYTES, check_limit, seconds
-from .._redact import Redacted
-from .._text import escape
+from ..protocol.errors import AuthError, LoginRequired, McpError, ProtocolError, Timeout
+from ..protocol.limits import DEFAULT_MAX_FRAME_BYTES, check_limit, seconds
+from ..protocol.redaction import Redacted
+from ..protocol.text import escape
 from ._base import Auth, DpopSetting, check_auth_method
 from ._discovery import Challenge, Context, ServerMetadata, discover, parse_challenges
 from ._dpop import DpopKey
@@ -652,7 +652,7 @@ def _probe(fetcher: Fetcher, url: str, deadline: float) -> Challenge:
 
 @contextlib.contextmanager
 def _fetcher(server: str, http_client: httpx.Client | None) -> Iterator[Fetcher]:
-    from .._transports._options import import_httpx as _import_httpx
+    from ..transports.http_options import import_httpx as _import_httpx
 
     hx = _import_httpx()
     if http_client is not None and not isinstance(http_client, hx.Client):

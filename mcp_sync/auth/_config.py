@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 from pydantic.alias_generators import to_camel
 
-from .._errors import ProtocolError
+from ..protocol.errors import ProtocolError
 
 __all__ = ["AuthConfig"]
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .._errors import LoginRequired, ProtocolError
-from .._limits import Limits
+from ..protocol.errors import LoginRequired, ProtocolError
+from ..protocol.limits import Limits
 from ._base import Auth, TokenProvider
 from ._code import AuthorizationCode
 from ._urls import is_loopback

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .._errors import AuthError
+from ..protocol.errors import AuthError
 from ._fetch import Fetcher
 from ._urls import check_oauth_url, origin, resource_matches, same_origin
 

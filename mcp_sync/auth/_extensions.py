@@ -17,8 +17,8 @@ import os
 import re
 from collections.abc import Callable
 
-from .._errors import AuthError, ProtocolError
-from .._redact import Redacted
+from ..protocol.errors import AuthError, ProtocolError
+from ..protocol.redaction import Redacted
 from ._base import Auth, DpopSetting, call_source, source_text
 from ._client_credentials import _ClientSecretOrKey, check_client_id, client_auth_for
 from ._grant import Grant, Run, check_credential_destination

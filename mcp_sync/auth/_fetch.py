@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from .._errors import AuthError, Timeout
-from .._jsonrpc import json_depth
-from .._limits import MAX_JSON_DEPTH
+from ..protocol.errors import AuthError, Timeout
+from ..protocol.frames import json_depth
+from ..protocol.limits import MAX_JSON_DEPTH
 
 if TYPE_CHECKING:
     import httpx

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .._errors import AuthError, McpError, Timeout
-from .._limits import Limits
-from .._text import escape
+from ..protocol.errors import AuthError, McpError, Timeout
+from ..protocol.limits import Limits
+from ..protocol.text import escape
 from ._discovery import Challenge, Context, discover, parse_challenges
 from ._dpop import DPOP_ALGORITHM, DpopKey
 from ._fetch import Fetcher

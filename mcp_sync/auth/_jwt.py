@@ -13,7 +13,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .._errors import ProtocolError, missing_extra
+from ..protocol.errors import ProtocolError, missing_extra
 
 __all__ = ["SIGNING_ALGORITHMS", "client_assertion_signer", "load_private_key", "signer"]
 

@@ -15,7 +15,7 @@ import threading
 import time
 from urllib.parse import urlsplit, urlunsplit
 
-from .._errors import AuthError, ProtocolError, Timeout
+from ..protocol.errors import AuthError, ProtocolError, Timeout
 from ._urls import is_loopback
 
 __all__ = ["LoopbackListener", "free_loopback_uri"]

@@ -18,9 +18,9 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from .._errors import AuthError
-from .._jsonrpc import json_depth
-from .._limits import MAX_JSON_DEPTH
+from ..protocol.errors import AuthError
+from ..protocol.frames import json_depth
+from ..protocol.limits import MAX_JSON_DEPTH
 
 __all__ = ["FileTokenStore", "MemoryTokenStore", "TokenStore"]
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
-from .._errors import AuthError
-from .._redact import Redacted, redact
-from .._text import escape
+from ..protocol.errors import AuthError
+from ..protocol.redaction import Redacted, redact
+from ..protocol.text import escape
 from ._fetch import Fetcher, Reply
 
 __all__ = ["NONCES", "ClientAuth", "NonceBook", "TokenSet", "describe", "token_request"]

@@ -7,7 +7,7 @@ import ipaddress
 import unicodedata
 from urllib.parse import urlsplit, urlunsplit
 
-from .._errors import AuthError
+from ..protocol.errors import AuthError
 
 __all__ = [
     "check_oauth_url",

@@ -22,7 +22,7 @@ the terminal or reorder what is shown. ``--json`` output is ASCII JSON.
 
 The modules: ``_common`` (exit codes, errors, output, the config, connecting
 and ``--server``, ``--args``), one module per group of commands (``_tools``,
-``_features``), ``_progress`` (a call's deadline, progress and spinner),
+``_features``), ``session.progress`` (a call's deadline, progress and spinner),
 ``_version`` (``--version`` and the name-clash check) and ``_main`` (the
 parser, the dispatch, a closed pipe). Each imports only ``_common`` and the
 modules below it, never another module's private names; ``_common`` imports
@@ -31,7 +31,7 @@ none of them.
 
 from __future__ import annotations
 
-from .._text import escape
+from ..protocol.text import escape
 from ._common import (
     CONFIG_ENV,
     EXIT_CALL_FAILED,

@@ -2,7 +2,7 @@
 command, terminal-safe output, reading the config, connecting its servers and
 parsing ``--args``.
 
-The command modules (``_tools``, ``_features``, ``_progress``) import from here
+The command modules (``_tools``, ``_features``, ``session.progress``) import from here
 and never from each other's privates; this module imports none of them.
 """
 
@@ -16,21 +16,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from .._client import connect
-from .._eras import EraMemory, remembering
-from .._errors import McpError
-from .._jsonrpc import json_depth
-from .._limits import MAX_JSON_DEPTH
-from .._text import escape
 from ..flows import DuplicateFlowError, Flow, ProjectionError, catalog, project
+from ..protocol.errors import McpError
+from ..protocol.frames import json_depth
+from ..protocol.limits import MAX_JSON_DEPTH
+from ..protocol.text import escape
+from ..session.connect import connect
+from ..session.eras.negotiation import EraMemory, remembering
 
 if TYPE_CHECKING:
     import argparse
 
-    from .._options import ConnectOptions, HttpConnectOptions
-    from .._redact import DiagnosticEvent
-    from .._session_api import Session
     from ..config import ServerEntry
+    from ..protocol.redaction import DiagnosticEvent
+    from ..session.api import Session
+    from ..session.options import ConnectOptions, HttpConnectOptions
 
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
@@ -74,7 +74,7 @@ def describe_error(error: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------
-# Output. Server text goes through escape() (mcp_sync._text) so it cannot
+# Output. Server text goes through escape() (mcp_sync.protocol.text) so it cannot
 # move the cursor, recolour the terminal or reorder what is shown.
 
 
@@ -253,7 +253,7 @@ def _trust_project_file(
     (with the headers and variables it names), only once the user says so,
     on a terminal, or with ``--trust-project``. A user-scope file is the
     user's own."""
-    from .._locations import candidates
+    from ..config.locations import candidates
 
     scopes = {str(location.path): location.scope for location in candidates(client)}
     if scopes.get(path) != "project" or not entries or getattr(ns, "trust_project", False):
@@ -295,7 +295,7 @@ def consent_lines(path: str, entries: Sequence[ServerEntry]) -> list[str]:
     headers, bearer token variable and OAuth settings. What a ``${VAR}``
     expanded to is shown as the reference (its ``Secret`` renders so); what
     the file wrote is shown as it is, escaped for the terminal."""
-    from .._options import ConnectOptions, HttpConnectOptions
+    from ..session.options import ConnectOptions, HttpConnectOptions
 
     stdio = [entry for entry in entries if isinstance(entry, ConnectOptions)]
     http = [entry for entry in entries if isinstance(entry, HttpConnectOptions)]
@@ -318,7 +318,7 @@ def consent_lines(path: str, entries: Sequence[ServerEntry]) -> list[str]:
 
 
 def _command_lines(entry: ConnectOptions) -> list[str]:
-    from .._transports._process import resolve_command
+    from ..transports.process import resolve_command
 
     env = entry.env or {}
     resolved = resolve_command(entry.command, entry.cwd, env)
@@ -370,8 +370,8 @@ def _auth_summary(auth: Any) -> str:
 
 
 def _has_reference(entries: Sequence[ServerEntry]) -> bool:
-    from .._options import ConnectOptions
-    from .._secret import Secret
+    from ..protocol.secret import Secret
+    from ..session.options import ConnectOptions
 
     for entry in entries:
         values: list[object]
@@ -402,7 +402,7 @@ class Server:
     # diagnostics observer when the server failed ("a | b | c").
     stderr: str = ""
     # The era auto settled for this server: a later connect in this process
-    # sends that era's opening request alone (see mcp_sync._eras).
+    # sends that era's opening request alone (see mcp_sync.session.eras.negotiation).
     era: EraMemory = field(default_factory=EraMemory)
 
     def observe(self, event: DiagnosticEvent) -> None:

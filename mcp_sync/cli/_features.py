@@ -14,8 +14,8 @@ import argparse
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from .._errors import McpError
-from .._text import escape
+from ..protocol.errors import McpError
+from ..protocol.text import escape
 from ._common import (
     EXIT_CALL_FAILED,
     EXIT_OK,
@@ -32,7 +32,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
-    from .._session_api import Session
+    from ..session.api import Session
 
 __all__ = ["FEATURE_COMMANDS", "add_feature_commands", "run_feature_command"]
 

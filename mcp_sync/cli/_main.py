@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .._locations import CLIENTS
+from ..config.locations import CLIENTS
 from ..model_tools import PROVIDERS
 from ._common import CONFIG_ENV, EXIT_INTERRUPTED, EXIT_USAGE, PROG, CliExit
 from ._features import FEATURE_COMMANDS, add_feature_commands, run_feature_command

@@ -9,13 +9,13 @@ import threading
 import time
 from typing import IO, TYPE_CHECKING, Any
 
-from .._errors import McpError
-from .._text import escape
 from ..flows import FlowFailed, FlowResult
+from ..protocol.errors import McpError
+from ..protocol.text import escape
 
 if TYPE_CHECKING:
-    from .._session_api import Session
     from ..flows import Flow
+    from ..session.api import Session
 
 __all__ = ["invoke_with_progress"]
 

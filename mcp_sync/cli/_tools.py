@@ -6,12 +6,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from .._catalog import thaw
-from .._client import connect
-from .._errors import McpError
-from .._text import escape
 from ..flows import Flow, FlowFailed, FlowResult, ProjectionError, project
 from ..model_tools import export
+from ..protocol.catalog import thaw
+from ..protocol.errors import McpError
+from ..protocol.text import escape
+from ..session.connect import connect
 from ._common import (
     EXIT_CALL_FAILED,
     EXIT_CONNECT_FAILED,
@@ -38,7 +38,7 @@ from ._progress import invoke_with_progress
 if TYPE_CHECKING:
     import argparse
 
-    from .._session_api import Session
+    from ..session.api import Session
 
 __all__ = ["cmd_call", "cmd_check", "cmd_demo", "cmd_example_config", "cmd_tools"]
 

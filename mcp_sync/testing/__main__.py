@@ -1,3 +1,3 @@
-from mcp_sync.testing._main import main
+from ._main import main
 
 main()

@@ -40,17 +40,17 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from .. import _log
-from .._errors import ConnectionClosed, InvalidOption, McpError, ProtocolError, missing_extra
-from .._handlers import Handlers
-from .._limits import Limits, seconds
-from .._transports._base import REPLY, REQUEST, Outbound, ShutdownOnce
+from ..protocol.errors import ConnectionClosed, InvalidOption, McpError, ProtocolError, missing_extra
+from ..protocol.limits import Limits, seconds
+from ..session.handlers import Handlers
+from ..transports.contract import REPLY, REQUEST, Outbound, ShutdownOnce
 
 if TYPE_CHECKING:
     from types import FrameType
 
-    from .._redact import Diagnostics
-    from .._session_api import Session
-    from .._transports._base import Sink
+    from ..protocol.redaction import Diagnostics
+    from ..session.api import Session
+    from ..transports.contract import Sink
 
 __all__ = ["InProcessTransport", "connect_in_process"]
 
@@ -92,7 +92,7 @@ def _lowlevel(server_object: object, server_class: type) -> Any:
 
 
 class InProcessTransport:
-    """A :class:`~mcp_sync._transports._base.Transport` whose peer is a
+    """A :class:`~mcp_sync.transports.contract.Transport` whose peer is a
     server object served on a loop thread of its own."""
 
     leader = None
@@ -364,9 +364,9 @@ def connect_in_process(  # noqa: PLR0913 (connect's own options)
     ``handlers``, the limits, given as a ``Limits`` or as keywords);
     ``close()`` stops the server's loop and joins its thread. Needs the
     ``mcp`` SDK (extra ``testing``)."""
-    from .._client import _negotiated
-    from .._eras import check_protocol
-    from .._session import _Core
+    from ..session.connect import _negotiated
+    from ..session.core import _Core
+    from ..session.eras.negotiation import check_protocol
 
     _sdk()  # MissingExtra before anything starts
     if handlers is not None and not isinstance(handlers, Handlers):

@@ -1,0 +1,263 @@
+"""The call plan: one driver for every request whose result may not be the
+final one, in both eras.
+
+``tools/call`` (and ``prompts/get``, ``resources/read``, and every other
+request the session sends through :func:`ask`) goes through :func:`drive`:
+send the request the era's way; if the result asks for input
+(``input_required``, modern era) answer its questions with the session's
+handlers and send the request again with the answers and the server's
+``requestState``; if it is a task handle, let the era follow the task to its
+result. The era supplies the pieces (framing, result kinds, task following);
+the driver only sequences them, like the official SDK's input-required loop.
+
+:func:`call_tool` adds what only ``tools/call`` has: a progress route (the
+caller's callbacks, a deadline progress may move) and the choice of a task.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.catalog import CallToolResult, Tool, parse_call_result
+from ..protocol.errors import InputRequired, InvalidResponse, ProtocolError
+from ..protocol.limits import seconds
+from .eras.contract import COMPLETE, INPUT_REQUIRED, MAX_INPUT_REQUESTS, MAX_INPUT_ROUNDS, TASK, EraCore
+from .progress import ProgressCallback, open_route
+
+if TYPE_CHECKING:
+    from .progress import ProgressRoute, ProgressRoutes
+
+__all__ = ["answer_all", "ask", "call_tool", "drive", "input_requests", "plain_call"]
+
+_KNOWN_INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
+
+
+def drive(
+    core: EraCore,
+    method: str,
+    params: Mapping[str, Any],
+    deadline: float,
+    describe: Callable[[], str],
+    *,
+    route: ProgressRoute | None = None,
+    name: str = "",
+) -> Any:
+    """``method`` with ``params`` to its final result, within ``deadline``
+    (the route's, which progress may move, when there is one). With a
+    ``route`` the request is followed as it comes and may become a task of
+    tool ``name``: ``route`` is given exactly for a call that may."""
+    era = core.era
+    tasks = route is not None and name != ""
+    result = era.request(
+        core, method, params, deadline if route is None else route.deadline, describe, watch=route, tasks=tasks
+    )
+    if not tasks and not era.input_rounds:
+        return result  # an era without input rounds: one request, one result
+    return rounds(core, method, params, deadline, describe, result, route=route, name=name)
+
+
+def rounds(  # noqa: PLR0917
+    core: EraCore,
+    method: str,
+    params: Mapping[str, Any],
+    deadline: float,
+    describe: Callable[[], str],
+    result: Any,
+    *,
+    route: ProgressRoute | None = None,
+    name: str = "",
+) -> Any:
+    """What :func:`drive` does after the first result: a task followed, or
+    another round for each ``input_required``, until a final result."""
+    era = core.era
+    tasks = route is not None and name != ""
+    kind = era.result_kind(result, method, tasks=tasks)
+    if kind == COMPLETE:
+        return result  # most requests: one round, nothing more to drive
+    for _ in range(MAX_INPUT_ROUNDS):
+        if kind == TASK:
+            assert route is not None
+            return era.follow_task(core, name, result, route, describe)
+        if kind != INPUT_REQUIRED:
+            return result
+        # Each retry is the original request plus this round's answers and
+        # state: nothing of an earlier round is carried over.
+        until = deadline if route is None else route.deadline
+        where = subject(core.server, method, params)
+        requests, state = input_requests(result, where)
+        retry = dict(params)
+        if requests is not None:
+            retry["inputResponses"] = answer_all(core, requests, where, until)
+        if state is not None:
+            retry["requestState"] = state
+        if route is not None:
+            route.retry()  # the new request's progress counts from scratch
+        result = era.request(
+            core, method, retry, deadline if route is None else route.deadline, describe, watch=route, tasks=tasks
+        )
+        kind = era.result_kind(result, method, tasks=tasks)
+    if kind == TASK:
+        assert route is not None
+        return era.follow_task(core, name, result, route, describe)
+    if kind != INPUT_REQUIRED:
+        return result
+    raise ProtocolError(
+        f"{subject(core.server, method, params)} asked for input more than {MAX_INPUT_ROUNDS} times in a row"
+    )
+
+
+def ask(core: EraCore, method: str, params: dict[str, Any], timeout: float, describe: Callable[[], str]) -> Any:
+    """A request and its final result, the way the session's era sends it."""
+    return drive(core, method, params, time.monotonic() + timeout, describe)
+
+
+def _tool_call(name: str, server: str, option: str, timeout_ms: int) -> str:
+    """A plain call, for a timeout's message (built only then)."""
+    return f"tool {name!a} on server {server!r} ({option}={timeout_ms})"
+
+
+def plain_call(  # noqa: PLR0917
+    core: EraCore, name: str, arguments: Any, timeout_ms: int, option: str, meta: dict[str, Any]
+) -> CallToolResult:
+    """``tools/call`` of tool ``name`` with no progress followed and no task:
+    every plain call's path, and the one place it is written (the session
+    core comes here straight when the caller gave no progress callback and
+    the era's ``use_task`` said no). ``arguments`` and ``meta`` have been
+    checked.
+
+    :func:`drive`'s first round, inline. An era whose requests are plain
+    JSON-RPC (``plain_requests``) has nothing to add to the request or to
+    check in its result but a task, which a plain call never is: the core
+    sends it directly, its deadline counted there. The tracing hook is in
+    the core's ``request``, so both ways pass it."""
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if meta:
+        params["_meta"] = meta
+
+    # A partial, not a closure: its cells and function object cost more, per call.
+    plain = partial(_tool_call, name, core.server, option, timeout_ms)
+    era = core.era
+    if era.plain_requests:
+        result = core.request("tools/call", params, seconds(timeout_ms), plain)
+    else:
+        deadline = time.monotonic() + seconds(timeout_ms)
+        result = era.request(core, "tools/call", params, deadline, plain)
+        if era.input_rounds and era.result_kind(result, "tools/call") != COMPLETE:
+            result = rounds(core, "tools/call", params, deadline, plain, result)
+    return parse_call_result(result, name, era.any_structured)
+
+
+def call_tool(
+    core: EraCore,
+    tool: Tool,
+    arguments: Any,
+    timeout_ms: int,
+    option: str,
+    *,
+    routes: ProgressRoutes,
+    meta: dict[str, Any],
+    on_progress: ProgressCallback | None = None,
+    extends: bool = False,
+    max_timeout_ms: int | None = None,
+    as_task: bool = False,
+) -> CallToolResult:
+    """``tools/call`` in either era: plain, with its progress followed as it
+    comes (and its deadline moved by it when asked), or as a task. ``routes``:
+    the session's progress tokens (``core.inbound.progress``); ``as_task``:
+    what the era's ``use_task`` decided for this call (the caller asks it
+    once)."""
+    name = tool.name
+    era = core.era
+    if on_progress is None and not as_task:
+        return plain_call(core, name, arguments, timeout_ms, option, meta)
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    route, hard_ms = open_route(routes, on_progress, timeout_ms, extends, max_timeout_ms)
+    extended = f", extended by progress up to {hard_ms} ms" if extends and hard_ms > timeout_ms else ""
+
+    def describe() -> str:
+        return f"tool {name!a} on server {core.server!r} ({option}={timeout_ms}{extended})"
+
+    try:
+        if on_progress is not None:
+            meta = {**meta, "progressToken": route.token}
+        if meta:
+            params["_meta"] = meta
+        if as_task:
+            params = era.task_params(params, route)
+        # Followed (watched) only with a token, or as a task: without either
+        # no progress can come, and the route just holds the deadline.
+        result = drive(
+            core, "tools/call", params, route.deadline, describe,
+            route=route if on_progress is not None or as_task else None,
+            name=name if as_task else "",
+        )  # fmt: skip
+        return parse_call_result(result, name, any_structured=era.any_structured)
+    finally:
+        routes.close(route)
+
+
+# ------------------------------------------------------------------ input_required
+
+
+def subject(server: str, method: str, params: Mapping[str, Any]) -> str:
+    """What a request is about, for messages: the tool, prompt or resource."""
+    if method == "resources/read":
+        return f"resource {str(params.get('uri'))[:200]!a} on server {server!r}"
+    kind = "prompt" if method == "prompts/get" else "tool"
+    return f"{kind} {params.get('name')!a} on server {server!r}"
+
+
+def input_requests(
+    result: Mapping[str, Any], where: str, *, state: bool = True
+) -> tuple[dict[str, dict[str, Any]] | None, str | None]:
+    """The ``inputRequests`` (and ``requestState``) of an ``input_required``
+    result, or of a task waiting for input (``state=False``: a task has
+    no request state, and must ask for something), after their checks."""
+    requests = result.get("inputRequests")
+    request_state = result.get("requestState") if state else None
+    if request_state is not None and not isinstance(request_state, str):
+        raise InvalidResponse(f"{where} sent a requestState that is not a string")
+    if requests is None:
+        if request_state is None:
+            raise InvalidResponse(f"{where} answered input_required with neither inputRequests nor requestState")
+        return None, request_state
+    if not isinstance(requests, dict):
+        raise InvalidResponse(f"{where} sent inputRequests that is not an object")
+    if len(requests) > MAX_INPUT_REQUESTS:
+        raise InvalidResponse(f"{where} sent more than {MAX_INPUT_REQUESTS} input requests at once")
+    for request in requests.values():
+        if not (
+            isinstance(request, dict)
+            and isinstance(request.get("method"), str)
+            and isinstance(request.get("params", {}), (dict, type(None)))
+        ):
+            raise InvalidResponse(f"{where} sent an input request without a method")
+    return requests, request_state
+
+
+def answer_all(
+    core: EraCore, requests: Mapping[str, Mapping[str, Any]], where: str, deadline: float
+) -> dict[str, Any]:
+    """The client's answers to ``requests``, keyed like them: each made by
+    the session's handlers (``_Core.answer_input_request``: on the handler
+    pool, as a server request would be) by ``deadline``."""
+    answers: dict[str, Any] = {}
+    for key, request in requests.items():
+        try:
+            answers[key] = core.answer_input_request(request["method"], request.get("params") or {}, deadline)
+        except InputRequired:
+            asked = tuple(str(r["method"]) for r in requests.values())
+            raise InputRequired(
+                f"{where} needs input this client cannot give: "
+                f"{', '.join(_shown_method(m) for m in asked)} (no handler answers it)",
+                asked,
+            ) from None
+    return answers
+
+
+def _shown_method(method: str) -> str:
+    # A method name is the server's text: only the known ones are named.
+    return method if method in _KNOWN_INPUT_METHODS else "a request this client does not know"

@@ -1,0 +1,28 @@
+"""The cheapest request that proves a server still answers.
+
+In the handshake era that is ``ping`` (a request every peer must answer with
+an empty result). The 2026-07-28 revision has no ``ping``: there the probe is
+``server/discover``, which every server of that era must answer and which
+changes nothing on the server.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ..protocol.limits import request_budget, seconds
+
+if TYPE_CHECKING:
+    from .feature_contract import Core
+
+__all__ = ["probe"]
+
+
+def probe(core: Core, timeout_ms: int | None) -> None:
+    """Send the era's probe and block for its answer, at most ``timeout_ms``."""
+    budget, option = request_budget(core.limits, timeout_ms)
+    terminal = core.terminal
+    if terminal is not None:
+        raise terminal._copy()
+    core.era.probe(core, time.monotonic() + seconds(budget), f"{option}={budget}")
