@@ -31,7 +31,7 @@ import re
 import secrets
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, cast
 
@@ -448,51 +448,61 @@ def _joined_text(items: list[_Item], is_error: bool) -> str:
     return f"{_ERROR_PREFIX}\n{text}" if is_error else text
 
 
-def _shape_result(
-    provider: str, call_id: str | None, name: str, result: FlowResult
+def _openai_reply(
+    call_id: str | None, name: str, result: FlowResult, items: list[_Item]
 ) -> dict[str, Any]:
-    items = _items(result, _IMAGES[provider])
-    is_error = result.is_error
-    if provider == "openai":
-        # The only error signal Chat Completions has is the text itself.
-        return {"role": "tool", "tool_call_id": call_id, "content": _joined_text(items, is_error)}
-    if provider == "openai-responses":
-        output: str | list[dict[str, Any]]
-        if all(item[0] == "text" for item in items):
-            output = _joined_text(items, is_error)
-        else:
-            output = [] if not is_error else [{"type": "input_text", "text": _ERROR_PREFIX}]
-            for kind, first, second in items:
-                if kind == "text":
-                    output.append({"type": "input_text", "text": first})
-                else:
-                    output.append(
-                        {"type": "input_image", "image_url": f"data:{first};base64,{second}"}
-                    )
-        return {"type": "function_call_output", "call_id": call_id, "output": output}
-    if provider == "anthropic":
-        content: list[dict[str, Any]] = []
+    # The only error signal Chat Completions has is the text itself.
+    content = _joined_text(items, result.is_error)
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def _responses_reply(
+    call_id: str | None, name: str, result: FlowResult, items: list[_Item]
+) -> dict[str, Any]:
+    output: str | list[dict[str, Any]]
+    if all(item[0] == "text" for item in items):
+        output = _joined_text(items, result.is_error)
+    else:
+        output = [{"type": "input_text", "text": _ERROR_PREFIX}] if result.is_error else []
         for kind, first, second in items:
             if kind == "text":
-                if first:  # the API refuses empty text blocks
-                    content.append({"type": "text", "text": first})
+                output.append({"type": "input_text", "text": first})
             else:
-                content.append(
-                    {
-                        "type": "image",
-                        "source": {"type": "base64", "media_type": first, "data": second},
-                    }
-                )
-        if not content:
-            content.append({"type": "text", "text": _NO_CONTENT})
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
-        if is_error:
-            block["is_error"] = True
-        return block
-    # Gemini: "output" or "error" in the response object; images as parts.
+                url = f"data:{first};base64,{second}"
+                output.append({"type": "input_image", "image_url": url})
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def _anthropic_reply(
+    call_id: str | None, name: str, result: FlowResult, items: list[_Item]
+) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for kind, first, second in items:
+        if kind == "text":
+            if first:  # the API refuses empty text blocks
+                content.append({"type": "text", "text": first})
+        else:
+            content.append(
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": first, "data": second},
+                }
+            )
+    if not content:
+        content.append({"type": "text", "text": _NO_CONTENT})
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+    if result.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _gemini_reply(
+    call_id: str | None, name: str, result: FlowResult, items: list[_Item]
+) -> dict[str, Any]:
+    # "output" or "error" in the response object; images as parts.
     text = "\n".join(item[1] for item in items if item[0] == "text")
     response: dict[str, Any]
-    if is_error:
+    if result.is_error:
         response = {"error": text or _NO_CONTENT}
     elif result.structured_content is not None:
         response = {"output": thaw(result.structured_content)}
@@ -509,6 +519,23 @@ def _shape_result(
     if parts:
         function_response["parts"] = parts
     return {"functionResponse": function_response}
+
+
+# How each provider wants a tool's result handed back to the model.
+_ReplyShaper: TypeAlias = Callable[[str | None, str, FlowResult, list[_Item]], dict[str, Any]]
+_REPLY_SHAPERS: dict[str, _ReplyShaper] = {
+    "openai": _openai_reply,
+    "openai-responses": _responses_reply,
+    "anthropic": _anthropic_reply,
+    "gemini": _gemini_reply,
+}
+
+
+def _shape_result(
+    provider: str, call_id: str | None, name: str, result: FlowResult
+) -> dict[str, Any]:
+    items = _items(result, _IMAGES[provider])
+    return _REPLY_SHAPERS[provider](call_id, name, result, items)
 
 
 def _error_result(message: str) -> FlowResult:
