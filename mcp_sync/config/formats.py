@@ -93,11 +93,27 @@ def normalise(name: str, item: dict[str, Any]) -> dict[str, Any] | None:
 
     Raises :class:`EntryProblem` for a key that is wrong here.
     """
+    if _disabled(item):
+        return None
+    _refuse_foreign_keys(item)
+    out = {k: v for k, v in item.items() if k not in IGNORED_KEYS and k != "disabled"}
+    if "serverUrl" in out:  # Windsurf's name for url
+        if "url" in out:
+            raise EntryProblem("serverUrl", "and url are both given; keep one")
+        out["url"] = out.pop("serverUrl")
+    _check_transport(out, _kind(out))
+    _merge_disabled_tools(out)
+    return {"server": name, **out}
+
+
+def _disabled(item: dict[str, Any]) -> bool:
     disabled = item.get("disabled", False)
     if not isinstance(disabled, bool):
         raise EntryProblem("disabled", "must be true or false")
-    if disabled:
-        return None
+    return disabled
+
+
+def _refuse_foreign_keys(item: dict[str, Any]) -> None:
     if "server" in item:
         raise EntryProblem("server", "is not used here: the entry's name is its key")
     if "envFile" in item:
@@ -106,12 +122,10 @@ def normalise(name: str, item: dict[str, Any]) -> dict[str, Any] | None:
             "is not supported: mcp-sync does not read env files; put the variables "
             "in env (values may use ${VAR})",
         )
-    out = {k: v for k, v in item.items() if k not in IGNORED_KEYS and k != "disabled"}
-    if "serverUrl" in out:  # Windsurf's name for url
-        if "url" in out:
-            raise EntryProblem("serverUrl", "and url are both given; keep one")
-        out["url"] = out.pop("serverUrl")
-    kind = _kind(out)
+
+
+def _check_transport(out: dict[str, Any], kind: str) -> None:
+    """Check ``command``/``url`` against the entry's ``kind``; fill ``args`` or ``type``."""
     if kind == "stdio":
         if "url" in out:
             raise EntryProblem("url", "is for an HTTP server, but this entry is stdio")
@@ -122,15 +136,19 @@ def normalise(name: str, item: dict[str, Any]) -> dict[str, Any] | None:
         raise EntryProblem("url", f"is required for an {kind} server")
     if kind == "sse":
         out["type"] = "sse"
+
+
+def _merge_disabled_tools(out: dict[str, Any]) -> None:
+    """``disabledTools`` becomes part of ``exclude``."""
     tools = out.pop("disabledTools", None)
-    if tools is not None:
-        if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
-            raise EntryProblem("disabledTools", "must be an array of tool names")
-        exclude = out.get("exclude", [])
-        if not isinstance(exclude, list):
-            raise EntryProblem("exclude", "must be an array")
-        out["exclude"] = [*exclude, *tools]
-    return {"server": name, **out}
+    if tools is None:
+        return
+    if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+        raise EntryProblem("disabledTools", "must be an array of tool names")
+    exclude = out.get("exclude", [])
+    if not isinstance(exclude, list):
+        raise EntryProblem("exclude", "must be an array")
+    out["exclude"] = [*exclude, *tools]
 
 
 def _kind(out: dict[str, Any]) -> str:
