@@ -1,6 +1,7 @@
-"""The plain call path (``session.call_plan.plain_call``): a ``call_tool`` with no
-progress and no task goes past the general call plan, and must be the same
-call on the wire, with the same result, as the general driver makes it."""
+"""The plain call (``session.call_plan.plain_call``): a ``call_tool`` with no
+progress and no task is the same call on the wire, with the same result, as
+the general driver makes it, in both eras, and keeps the tracing hook, its
+deadline and its checks."""
 
 from __future__ import annotations
 
@@ -59,26 +60,6 @@ def test_the_plain_path_and_the_general_driver_send_the_same_frame(era: str, tmp
     assert first["params"]["_meta"]["traceparent"] == TRACEPARENT
     # The 2026-07-28 era puts its _meta on every request, the plain one included.
     assert ("io.modelcontextprotocol/protocolVersion" in first["params"]["_meta"]) == (era == "modern")
-
-
-@pytest.mark.parametrize("era", sorted(ERAS))
-def test_the_eras_request_is_skipped_only_where_it_adds_nothing(
-    era: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with _connect(era, tmp_path / "log") as session:
-        era_object = session._core.era
-        through: list[str] = []
-        request = type(era_object).request
-
-        def counted(self: Any, core: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-            through.append(method)
-            return request(self, core, method, *args, **kwargs)
-
-        monkeypatch.setattr(type(era_object), "request", counted)
-        result = session.call_tool("echo", {"message": "hi"})
-    assert result.content[0]["text"] == "hi"
-    assert era_object.plain_requests == (era == "legacy")
-    assert through == ([] if era == "legacy" else ["tools/call"])
 
 
 @pytest.mark.parametrize("era", sorted(ERAS))

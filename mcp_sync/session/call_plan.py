@@ -123,31 +123,16 @@ def plain_call(  # noqa: PLR0917
     core: EraCore, name: str, arguments: Any, timeout_ms: int, option: str, meta: dict[str, Any]
 ) -> CallToolResult:
     """``tools/call`` of tool ``name`` with no progress followed and no task:
-    every plain call's path, and the one place it is written (the session
-    core comes here straight when the caller gave no progress callback and
-    the era's ``use_task`` said no). ``arguments`` and ``meta`` have been
-    checked.
-
-    :func:`drive`'s first round, inline. An era whose requests are plain
-    JSON-RPC (``plain_requests``) has nothing to add to the request or to
-    check in its result but a task, which a plain call never is: the core
-    sends it directly, its deadline counted there. The tracing hook is in
-    the core's ``request``, so both ways pass it."""
+    one request to its final result (input rounds answered), within the
+    call's deadline, as :func:`drive` sends any request. ``arguments`` and
+    ``meta`` have been checked."""
     params: dict[str, Any] = {"name": name, "arguments": arguments}
     if meta:
         params["_meta"] = meta
-
-    # A partial, not a closure: its cells and function object cost more, per call.
+    # A partial, not a closure: the description is built only for a timeout.
     plain = partial(_tool_call, name, core.server, option, timeout_ms)
-    era = core.era
-    if era.plain_requests:
-        result = core.request("tools/call", params, seconds(timeout_ms), plain)
-    else:
-        deadline = time.monotonic() + seconds(timeout_ms)
-        result = era.request(core, "tools/call", params, deadline, plain)
-        if era.input_rounds and era.result_kind(result, "tools/call") != COMPLETE:
-            result = rounds(core, "tools/call", params, deadline, plain, result)
-    return parse_call_result(result, name, era.any_structured)
+    result = drive(core, "tools/call", params, time.monotonic() + seconds(timeout_ms), plain)
+    return parse_call_result(result, name, core.era.any_structured)
 
 
 def call_tool(

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from .. import _log
 from ..protocol.catalog import (
     CallToolResult,
-    CatalogWalk,
     PageWalk,
     Snapshot,
     Tool,
@@ -34,19 +33,21 @@ from ..protocol.errors import (
     ProtocolError,
     Timeout,
     ToolNotFound,
-    remote_error,
 )
-from ..protocol.frames import TooManyValues, check_arguments, decode_line, encode, error_object, load_fast_json
+from ..protocol.frames import TooManyValues, check_arguments, decode_line, encode, load_fast_json
 from ..protocol.limits import Limits, request_budget, seconds
 from ..protocol.output_check import check_deadline, check_structured_output
 from ..protocol.redaction import DiagnosticEvent, Diagnostics, Redacted
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
 from ..transports.contract import NOTIFICATION, REQUEST, Outbound, Transport
-from .call_plan import ask, call_tool, plain_call
+from .call_plan import ask, call_tool
 from .eras.handshake import LegacyEra
 from .eras.handshake import initialize_params as _initialize_params
+from .listing import catalog_tools
+from .listing import walk as walk_pages
 from .pending import Entry, Watch, _Pending, _Watched
 from .progress import ProgressCallback
+from .replies import remote_failure, reply_parts, server_message, stray_error
 
 if TYPE_CHECKING:
     from .eras.contract import Era
@@ -54,10 +55,6 @@ if TYPE_CHECKING:
     from .inbound import Inbound
 
 __all__ = ["CLIENT_INFO", "SUPPORTED_PROTOCOL_VERSIONS"]
-
-# Builds an Outbound without the Python-level __new__ a NamedTuple has: this
-# runs once per request, on the caller's thread.
-_outbound = tuple.__new__
 
 
 def _client_info() -> Mapping[str, str]:
@@ -374,7 +371,7 @@ class _Core:
         if terminal is not None:
             pending.pop(request_id, None)
             raise terminal._copy()
-        return _outbound(Outbound, (frame, REQUEST, request_id, method, headers, None))
+        return Outbound(frame, REQUEST, request_id, method, headers)
 
     def _abandon(self, request_id: int, cancellable: bool) -> bool:
         """Forget a request whose caller stopped waiting. False if a reply (or
@@ -526,48 +523,18 @@ class _Core:
             self.terminate(exc.with_traceback(None))
 
     def _dispatch(self, message: dict[str, Any]) -> None:
+        """Every frame but a plain result reply (see :meth:`receive`): its
+        JSON-RPC shape checked (``session.replies``), then handed on."""
         if message["jsonrpc"] != "2.0":
             raise ProtocolError('a protocol frame has a jsonrpc version other than "2.0"')
         if "method" in message:
-            method = message["method"]
-            if not isinstance(method, str):
-                raise ProtocolError("a protocol frame has a method that is not a string")
-            if "result" in message or "error" in message:
-                raise ProtocolError("a protocol frame carries a method beside a result or error")
-            if "params" in message and not isinstance(message["params"], (dict, list)):
-                raise ProtocolError("a protocol frame has params that are not an object or array")
-            params = message.get("params")
-            if "id" not in message:
-                self.inbound.notification(method, params)
-                return
-            request_id = message["id"]
-            if type(request_id) is not int and type(request_id) is not str:
-                raise ProtocolError("a server request has an id that is not a string or integer")
-            self.era.server_request(self, request_id, method, params)
+            server_message(self, message)
             return
-        if "id" not in message:
-            raise ProtocolError("a reply has no id")
-        has_result = "result" in message
-        if has_result == ("error" in message):
-            raise ProtocolError("a reply must carry exactly one of result and error")
-        request_id = message["id"]
-        error = None if has_result else error_object(message)
-        if error is None and not has_result:
-            raise ProtocolError("a reply has a malformed error object")
+        request_id, error = reply_parts(message)
         if request_id is None:
-            if error is None:
-                raise ProtocolError("a result reply has a null id")
-            unattributed = self.unattributed
-            if unattributed is not None and unattributed(error):
-                return
-            self.emit(
-                "remote-error",
-                {"code": error["code"], "message": error["message"], "data": error.get("data")},
-            )
+            stray_error(self, self.unattributed, error)
             return
-        if type(request_id) is not int and type(request_id) is not str:
-            raise ProtocolError("a reply has an id that is not a string or integer")
-        if not isinstance(request_id, int):
+        if type(request_id) is not int:
             return  # we only send integer ids: never ours
         with self._lock:
             entry = self._pending.pop(request_id, None)
@@ -576,14 +543,7 @@ class _Core:
         if error is None:
             entry._arrived(message["result"])
         else:
-            entry._failed(
-                remote_error(
-                    f"server {self.server!r} answered with JSON-RPC error {error['code']}",
-                    error["code"],
-                    error["message"],
-                    error.get("data"),
-                )
-            )
+            entry._failed(remote_failure(self.server, error))
 
     # ----------------------------------------------------------- handshake
 
@@ -595,16 +555,7 @@ class _Core:
     def load_catalog(self, keep: Callable[[Tool], bool] | None = None) -> tuple[Tool, ...]:
         """Walk ``tools/list`` (in either era) into the frozen snapshot.
         ``keep`` may leave a validated entry out of it."""
-        limits = self.limits
-        if not isinstance(self.server_capabilities.get("tools"), Mapping):
-            # A server offering only skills (see _era.check_capabilities): no tools/list.
-            self.catalog = Snapshot(())
-            return ()
-        walk = CatalogWalk(limits)
-        self.walk(walk, seconds(limits.handshake_timeout_ms), f"handshake_timeout_ms={limits.handshake_timeout_ms}")
-        tools = walk.tools()
-        if keep is not None:
-            tools = tuple(tool for tool in tools if keep(tool))
+        tools = catalog_tools(self, keep)
         self.catalog = Snapshot(tools)
         return tools
 
@@ -626,24 +577,7 @@ class _Core:
         """Follow a paginated list to its end under the catalog's page and
         cursor rules. Each page's exchange is bounded by ``timeout`` s and,
         when given, the whole walk by ``deadline``."""
-        method = walk.method
-        where = f"server {self.server!r}"
-
-        def describe() -> str:
-            return f"{method} from {where} ({budget})"
-
-        cursor: str | None = None
-        while True:
-            page_params = dict(params or {})
-            if cursor is not None:
-                page_params["cursor"] = cursor
-            if deadline is not None:
-                timeout = deadline - time.monotonic()
-                if timeout <= 0:
-                    raise Timeout(f"{describe()} missed its deadline")
-            cursor = walk.add_page(self.ask(method, page_params, timeout, describe))
-            if cursor is None:
-                return
+        walk_pages(self, walk, timeout, budget, params, deadline)
 
     def answer_input_request(
         self, method: str, params: Mapping[str, Any], deadline: float
@@ -692,20 +626,15 @@ class _Core:
         # Asked once (it may refuse task=True), before anything is sent.
         as_task = self.era.use_task(self, tool, task)
         started = time.monotonic() if self.validate_output else 0.0
-        if on_progress is None and not as_task:
-            # Nothing to follow: the plain call, past the general plan (the
-            # deadline options only matter where progress can come).
-            outcome = plain_call(self, name, args, timeout_ms, option, sent)
-        else:
-            outcome = call_tool(
-                self, tool, args, timeout_ms, option,
-                routes=self.inbound.progress,
-                meta=sent,
-                on_progress=on_progress,
-                extends=progress_extends_deadline,
-                max_timeout_ms=max_timeout_ms,
-                as_task=as_task,
-            )  # fmt: skip
+        outcome = call_tool(
+            self, tool, args, timeout_ms, option,
+            routes=self.inbound.progress,
+            meta=sent,
+            on_progress=on_progress,
+            extends=progress_extends_deadline,
+            max_timeout_ms=max_timeout_ms,
+            as_task=as_task,
+        )  # fmt: skip
         if self.validate_output:
             # The check runs within the call's deadline (the longest it may
             # have been extended to, when progress extends it).
