@@ -83,58 +83,65 @@ def parse_challenges(values: list[str]) -> Challenge:
 
 
 def _tokenize(text: str) -> list[tuple[str, dict[str, str]]]:
+    """The challenges of ``text`` as (scheme, params); stops at the first malformed part."""
     out: list[tuple[str, dict[str, str]]] = []
-    pos, end = 0, len(text)
-
-    def skip(pos: int) -> int:
-        while pos < end and text[pos] in " \t,":
-            pos += 1
-        return pos
-
-    pos = skip(pos)
-    while pos < end:
+    pos: int | None = _skip(text, 0, " \t,")
+    while pos is not None and pos < len(text):
         match = _TOKEN.match(text, pos)
         if match is None:
             break
-        scheme = match.group().lower()
-        pos = match.end()
         params: dict[str, str] = {}
-        out.append((scheme, params))
-        while True:
-            pos = skip(pos)
-            name_match = _TOKEN.match(text, pos)
-            if name_match is None:
-                return out
-            after = name_match.end()
-            while after < end and text[after] in " \t":
-                after += 1
-            if after >= end or text[after] != "=":
-                # No "=": the next challenge's scheme (or a token68, skipped).
-                if not params and _TOKEN68.fullmatch(name_match.group()) and (
-                    after >= end or text[after] == ","
-                ):
-                    pos = after
-                    continue
-                break
-            if after + 1 < end and text[after + 1] == "=" and not params:
-                # A token68 ending in "=" padding.
-                token68 = _TOKEN68.match(text, pos)
-                pos = token68.end() if token68 else after + 1
-                continue
-            pos = after + 1
-            while pos < end and text[pos] in " \t":
-                pos += 1
-            if pos < end and text[pos] == '"':
-                value, pos = _quoted(text, pos)
-                if value is None:
-                    return out
-            else:
-                value_match = _TOKEN.match(text, pos)
-                if value_match is None:
-                    return out
-                value, pos = value_match.group(), value_match.end()
-            params.setdefault(name_match.group().lower(), value)
+        out.append((match.group().lower(), params))
+        pos = _read_params(text, match.end(), params)
     return out
+
+
+def _skip(text: str, pos: int, chars: str) -> int:
+    while pos < len(text) and text[pos] in chars:
+        pos += 1
+    return pos
+
+
+def _read_params(text: str, pos: int, params: dict[str, str]) -> int | None:
+    """Read one challenge's auth-params (or token68) from ``pos`` into ``params``.
+
+    Returns where the next challenge's scheme starts, or ``None`` when the
+    text ends or the rest cannot be read.
+    """
+    end = len(text)
+    while True:
+        pos = _skip(text, pos, " \t,")
+        name_match = _TOKEN.match(text, pos)
+        if name_match is None:
+            return None
+        after = _skip(text, name_match.end(), " \t")
+        if after >= end or text[after] != "=":
+            # No "=": the next challenge's scheme (or a token68, skipped).
+            if not params and _TOKEN68.fullmatch(name_match.group()) and (
+                after >= end or text[after] == ","
+            ):
+                pos = after
+                continue
+            return pos
+        if after + 1 < end and text[after + 1] == "=" and not params:
+            # A token68 ending in "=" padding.
+            token68 = _TOKEN68.match(text, pos)
+            pos = token68.end() if token68 else after + 1
+            continue
+        value, pos = _param_value(text, _skip(text, after + 1, " \t"))
+        if value is None:
+            return None
+        params.setdefault(name_match.group().lower(), value)
+
+
+def _param_value(text: str, pos: int) -> tuple[str | None, int]:
+    """A quoted string or a token at ``pos`` (``None``: neither) and the position after it."""
+    if pos < len(text) and text[pos] == '"':
+        return _quoted(text, pos)
+    match = _TOKEN.match(text, pos)
+    if match is None:
+        return None, pos
+    return match.group(), match.end()
 
 
 def _quoted(text: str, pos: int) -> tuple[str | None, int]:
