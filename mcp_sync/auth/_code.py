@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ..protocol.errors import AuthError, LoginRequired, McpError, ProtocolError, Timeout
@@ -219,13 +219,7 @@ class AuthorizationCode(Auth):
         if not isinstance(client_name, str) or not client_name.strip():
             raise ProtocolError("option client_name must be a non-empty string")
         self.client_name = client_name
-        if client_id is not None and (not isinstance(client_id, str) or not _VISIBLE.match(client_id)):
-            raise ProtocolError("option client_id must be a non-empty visible-ASCII string")
-        if client_secret is not None:
-            if client_id is None:
-                raise ProtocolError("option client_secret needs client_id")
-            if not isinstance(client_secret, str) or not client_secret:
-                raise ProtocolError("option client_secret must be a non-empty string")
+        _check_client_credentials(client_id, client_secret)
         self.client_id = client_id
         self._client_secret = None if client_secret is None else Redacted(client_secret)
         if token_endpoint_auth_method == "private_key_jwt":
@@ -236,25 +230,10 @@ class AuthorizationCode(Auth):
         self.token_endpoint_auth_method = check_auth_method(
             token_endpoint_auth_method, secret=client_secret is not None
         )
-        if client_metadata_url is not None:
-            if not isinstance(client_metadata_url, str) or not client_metadata_url.startswith("https://"):
-                raise ProtocolError("option client_metadata_url must be an https URL with a path")
-            if urlsplit(client_metadata_url).path in ("", "/"):
-                raise ProtocolError("option client_metadata_url must be an https URL with a path")
-        self.client_metadata_url = client_metadata_url
-        if redirect_uri is not None and (
-            not isinstance(redirect_uri, str)
-            or urlsplit(redirect_uri).scheme not in ("http", "https")
-            or not urlsplit(redirect_uri).hostname
-            or urlsplit(redirect_uri).fragment
-        ):
-            raise ProtocolError("option redirect_uri must be an absolute http(s) URL without a fragment")
-        self.redirect_uri = redirect_uri
-        if redirect_handler is not None and not callable(redirect_handler):
-            raise ProtocolError("option redirect_handler must be callable")
-        self.redirect_handler = redirect_handler
-        if browser is not None and not callable(browser):
-            raise ProtocolError("option browser must be callable")
+        self.client_metadata_url = _checked_metadata_url(client_metadata_url)
+        self.redirect_uri = _checked_redirect_uri(redirect_uri)
+        self.redirect_handler = _checked_callable("redirect_handler", redirect_handler)
+        browser = _checked_callable("browser", browser)
         self.browser = browser if browser is not None else default_browser
         self.can_login = bool(interactive)
         self.login_timeout_ms = check_limit("login_timeout_ms", login_timeout_ms)
@@ -436,25 +415,7 @@ class AuthorizationCode(Auth):
         doc = reply.body
         if reply.status not in (200, 201) or not isinstance(doc, dict):
             raise oauth_failure(reply, server, "client registration")
-        client_id = doc.get("client_id")
-        if not isinstance(client_id, str) or not _VISIBLE.match(client_id) or len(client_id) > 1024:
-            raise AuthError(f"server {server!r}: client registration returned no usable client_id")
-        secret = doc.get("client_secret")
-        if secret is not None and (not isinstance(secret, str) or not _VISIBLE.match(secret)):
-            raise AuthError(f"server {server!r}: client registration returned an unusable client_secret")
-        method = doc.get("token_endpoint_auth_method")
-        if method is None:
-            # Not echoed back: the method asked for stands.
-            method = preferred
-        if method == "none":
-            secret = None
-        if method not in _METHODS:
-            raise AuthError(
-                f"server {server!r}: client registration chose a client authentication method "
-                "this client does not implement"
-            )
-        if method != "none" and secret is None:
-            raise AuthError(f"server {server!r}: client registration returned no client_secret")
+        client_id, secret, method = _registered_client(doc, preferred, server)
         expires = doc.get("client_secret_expires_at")
         record = {
             "client_id": client_id,
@@ -580,6 +541,71 @@ class AuthorizationCode(Auth):
         if self.client_metadata_url is not None:
             return ClientAuth(self.client_metadata_url, "none")
         return None
+
+
+# ------------------------------------------------------------- options
+
+
+def _check_client_credentials(client_id: str | None, client_secret: str | None) -> None:
+    if client_id is not None and (not isinstance(client_id, str) or not _VISIBLE.match(client_id)):
+        raise ProtocolError("option client_id must be a non-empty visible-ASCII string")
+    if client_secret is not None:
+        if client_id is None:
+            raise ProtocolError("option client_secret needs client_id")
+        if not isinstance(client_secret, str) or not client_secret:
+            raise ProtocolError("option client_secret must be a non-empty string")
+
+
+def _checked_metadata_url(url: str | None) -> str | None:
+    if url is not None and (
+        not isinstance(url, str) or not url.startswith("https://") or urlsplit(url).path in ("", "/")
+    ):
+        raise ProtocolError("option client_metadata_url must be an https URL with a path")
+    return url
+
+
+def _checked_redirect_uri(uri: str | None) -> str | None:
+    if uri is not None and (
+        not isinstance(uri, str)
+        or urlsplit(uri).scheme not in ("http", "https")
+        or not urlsplit(uri).hostname
+        or urlsplit(uri).fragment
+    ):
+        raise ProtocolError("option redirect_uri must be an absolute http(s) URL without a fragment")
+    return uri
+
+
+_Callback = TypeVar("_Callback", bound=Callable[..., object])
+
+
+def _checked_callable(name: str, value: _Callback | None) -> _Callback | None:
+    if value is not None and not callable(value):
+        raise ProtocolError(f"option {name} must be callable")
+    return value
+
+
+def _registered_client(doc: dict[str, Any], preferred: str, server: str) -> tuple[str, str | None, str]:
+    """The client id, secret and authentication method of a registration reply, checked."""
+    client_id = doc.get("client_id")
+    if not isinstance(client_id, str) or not _VISIBLE.match(client_id) or len(client_id) > 1024:
+        raise AuthError(f"server {server!r}: client registration returned no usable client_id")
+    secret = doc.get("client_secret")
+    if secret is not None and (not isinstance(secret, str) or not _VISIBLE.match(secret)):
+        raise AuthError(f"server {server!r}: client registration returned an unusable client_secret")
+    method = doc.get("token_endpoint_auth_method")
+    if method is None:
+        # Not echoed back: the method asked for stands.
+        method = preferred
+    if method == "none":
+        secret = None
+    if method not in _METHODS:
+        raise AuthError(
+            f"server {server!r}: client registration chose a client authentication method "
+            "this client does not implement"
+        )
+    if method != "none" and secret is None:
+        raise AuthError(f"server {server!r}: client registration returned no client_secret")
+    return client_id, secret, method
 
 
 def _stored_client(record: dict[str, Any]) -> ClientAuth | None:
