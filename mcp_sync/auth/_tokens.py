@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import quote
 
 from ..protocol.errors import AuthError
@@ -211,34 +211,39 @@ def parse_token_response(reply: Reply, server: str, what: str, now: float | None
     if reply.status != 200 or not isinstance(body, dict):
         raise oauth_failure(reply, server, what)
     access = body.get("access_token")
-    if not isinstance(access, str) or not access or len(access) > MAX_TOKEN_CHARS or not _VISIBLE.match(access):
+    if not _usable_token(access):
         raise AuthError(f"server {server!r}: {what} returned no usable access_token")
     kind = body.get("token_type")
     if not isinstance(kind, str) or kind.lower() not in ("bearer", "dpop"):
         raise AuthError(f"server {server!r}: {what} returned a token_type other than Bearer or DPoP")
-    expires_in = body.get("expires_in")
-    expires_at: float | None = None
-    refresh_at: float | None = None
+    expires_at, refresh_at = _expiry(body.get("expires_in"), now)
+    refresh = body.get("refresh_token")
+    scope = body.get("scope")
+    return TokenSet(
+        Redacted(access),
+        "DPoP" if kind.lower() == "dpop" else "Bearer",
+        expires_at,
+        Redacted(refresh) if _usable_token(refresh) else None,
+        scope if isinstance(scope, str) else None,
+        refresh_at,
+    )
+
+
+def _usable_token(value: object) -> TypeGuard[str]:
+    """A non-empty visible-ASCII string of at most MAX_TOKEN_CHARS."""
+    return isinstance(value, str) and bool(value) and len(value) <= MAX_TOKEN_CHARS and bool(_VISIBLE.match(value))
+
+
+def _expiry(expires_in: object, now: float | None) -> tuple[float | None, float | None]:
+    """When a token given ``expires_in`` expires, and when to refresh it (``None``: not said)."""
     if isinstance(expires_in, str) and expires_in.isdigit() and len(expires_in) < 12:
         expires_in = int(expires_in)  # seen in the wild
     if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool) and expires_in >= 0:
         lifetime = min(float(expires_in), MAX_EXPIRES_IN)
         expires_at = (time.time() if now is None else now) + lifetime
         # Refresh a little early: a tenth of the lifetime, at most a minute.
-        refresh_at = expires_at - min(EARLY_REFRESH, lifetime / 10)
-    refresh = body.get("refresh_token")
-    refresh_token = None
-    if isinstance(refresh, str) and refresh and len(refresh) <= MAX_TOKEN_CHARS and _VISIBLE.match(refresh):
-        refresh_token = Redacted(refresh)
-    scope = body.get("scope")
-    return TokenSet(
-        Redacted(access),
-        "DPoP" if kind.lower() == "dpop" else "Bearer",
-        expires_at,
-        refresh_token,
-        scope if isinstance(scope, str) else None,
-        refresh_at,
-    )
+        return expires_at, expires_at - min(EARLY_REFRESH, lifetime / 10)
+    return None, None  # absent, or not a usable number (NaN included)
 
 
 def keep_refresh(new: TokenSet, old: TokenSet | None) -> TokenSet:
