@@ -19,18 +19,31 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..protocol.catalog import CallToolResult, Tool, parse_call_result
-from ..protocol.errors import InputRequired, InvalidResponse, ProtocolError
-from ..protocol.limits import seconds
+from .. import _log
+from ..protocol.catalog import CallToolResult, Snapshot, Tool, parse_call_result
+from ..protocol.errors import InputRequired, InvalidResponse, ProtocolError, ToolNotFound
+from ..protocol.frames import check_arguments
+from ..protocol.limits import request_budget, seconds
+from ..protocol.output_check import check_deadline, check_structured_output
 from .eras.contract import COMPLETE, INPUT_REQUIRED, MAX_INPUT_REQUESTS, MAX_INPUT_ROUNDS, TASK, EraCore
 from .progress import ProgressCallback, open_route
 
 if TYPE_CHECKING:
     from .progress import ProgressRoute, ProgressRoutes
 
-__all__ = ["answer_all", "ask", "call_tool", "drive", "input_requests", "plain_call"]
+__all__ = [
+    "CallingCore",
+    "answer_all",
+    "ask",
+    "call_tool",
+    "drive",
+    "input_requests",
+    "not_in_catalog",
+    "plain_call",
+    "session_call",
+]
 
 _KNOWN_INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
 
@@ -133,6 +146,69 @@ def plain_call(  # noqa: PLR0917
     plain = partial(_tool_call, name, core.server, option, timeout_ms)
     result = drive(core, "tools/call", params, time.monotonic() + seconds(timeout_ms), plain)
     return parse_call_result(result, name, core.era.any_structured)
+
+
+class CallingCore(EraCore, Protocol):
+    """The session core as ``Session.call_tool`` drives it: the era's view,
+    plus the catalog a call is looked up in and the output check's switch."""
+
+    catalog: Snapshot
+    validate_output: bool
+
+
+def not_in_catalog(name: str, server: str) -> ToolNotFound:
+    return ToolNotFound(f"tool {name!a} is not in the catalog of server {server!r}")
+
+
+def session_call(  # noqa: PLR0917
+    core: CallingCore,
+    routes: ProgressRoutes,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    timeout_ms: int | None,
+    traceparent: str | None,
+    meta: Mapping[str, Any] | None,
+    on_progress: ProgressCallback | None,
+    extends: bool,
+    max_timeout_ms: int | None,
+    task: bool | None,
+) -> CallToolResult:
+    """``Session.call_tool``: everything refused before a byte is sent (an
+    ended session, a tool not in the catalog, bad arguments, ``_meta`` or
+    ``traceparent``, a task the era or tool refuses), then :func:`call_tool`,
+    then the structured output's check when the session validates it."""
+    terminal = core.terminal
+    if terminal is not None:
+        raise terminal._copy()
+    catalog = core.catalog  # one snapshot for the whole call, even if a refresh swaps it
+    tool = catalog.by_name.get(name)
+    if tool is None:
+        raise not_in_catalog(name, core.server)
+    limits = core.limits
+    timeout_ms, option = request_budget(limits, timeout_ms)
+    args: Any = {} if arguments is None else arguments
+    check_arguments(args, limits.max_outbound_frame_bytes)
+    sent: dict[str, Any] = {}
+    if meta is not None:  # the caller's keys; the library's (below, and the era's) win
+        from .extensions import check_meta
+
+        sent = check_meta(meta, limits.max_outbound_frame_bytes)
+    if traceparent is not None:  # W3C trace context, in the request's _meta
+        sent["traceparent"] = _log.check_traceparent(traceparent)
+    # Asked once (it may refuse task=True), before anything is sent.
+    as_task = core.era.use_task(core, tool, task)
+    started = time.monotonic() if core.validate_output else 0.0
+    outcome = call_tool(
+        core, tool, args, timeout_ms, option,
+        routes=routes, meta=sent, on_progress=on_progress, extends=extends,
+        max_timeout_ms=max_timeout_ms, as_task=as_task,
+    )  # fmt: skip
+    if core.validate_output:
+        # The check runs within the call's deadline (the longest it may
+        # have been extended to, when progress extends it).
+        budget = max_timeout_ms if extends and max_timeout_ms else timeout_ms
+        check_structured_output(catalog, tool, outcome, check_deadline(started + seconds(budget)))
+    return outcome
 
 
 def call_tool(

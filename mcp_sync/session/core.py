@@ -32,15 +32,13 @@ from ..protocol.errors import (
     NotSupported,
     ProtocolError,
     Timeout,
-    ToolNotFound,
 )
-from ..protocol.frames import TooManyValues, check_arguments, decode_line, encode, load_fast_json
-from ..protocol.limits import Limits, request_budget, seconds
-from ..protocol.output_check import check_deadline, check_structured_output
+from ..protocol.frames import TooManyValues, decode_line, encode, load_fast_json
+from ..protocol.limits import Limits
 from ..protocol.redaction import DiagnosticEvent, Diagnostics, Redacted
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
 from ..transports.contract import NOTIFICATION, REQUEST, Outbound, Transport
-from .call_plan import ask, call_tool
+from .call_plan import ask, not_in_catalog, session_call
 from .eras.handshake import LegacyEra
 from .eras.handshake import initialize_params as _initialize_params
 from .listing import catalog_tools
@@ -77,8 +75,7 @@ def initialize_params(
     return _initialize_params(protocol_version, capabilities, CLIENT_INFO)
 
 
-def _not_in_catalog(name: str, server: str) -> ToolNotFound:
-    return ToolNotFound(f"tool {name!a} is not in the catalog of server {server!r}")
+_not_in_catalog = not_in_catalog  # (Session raises it too)
 
 CLOSED_BY_CALLER = "connection scope closed"
 # How long a caller whose deadline passed waits for a completion already under way.
@@ -96,6 +93,21 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _best_effort(
+    transport: Transport | None, limits: Limits, message: dict[str, Any], kind: str, request_id: int
+) -> bool | None:
+    """Queue ``message`` only if there is room now: whether it was queued, or
+    ``None`` when it could not go at all (no transport, or a frame over the
+    outbound limit)."""
+    if transport is None:
+        return None
+    try:
+        frame = encode(message, limits.max_outbound_frame_bytes)
+    except ProtocolError:
+        return None
+    return transport.send_nowait(Outbound(frame, kind, request_id, message["method"]))
 
 
 class _Core:
@@ -380,24 +392,14 @@ class _Core:
 
     def _cancel_notice(self, request_id: int, reason: str) -> None:
         """Tell the server a request it has read is abandoned, the era's way
-        (``notifications/cancelled``; a modern HTTP request's stream closed)."""
+        (``notifications/cancelled``; a modern HTTP request's stream closed).
+        Best effort: a full queue drops it rather than making us late."""
         transport = self.transport
-        if transport is None:
-            return
-        try:
-            frame = encode(
-                {
-                    "jsonrpc": "2.0",
-                    "method": "notifications/cancelled",
-                    "params": {"requestId": request_id, "reason": reason},
-                },
-                self.limits.max_outbound_frame_bytes,
-            )
-        except ProtocolError:
-            return
-        # Best effort: a full queue drops it rather than making us late.
-        item = Outbound(frame, NOTIFICATION, request_id, "notifications/cancelled")
-        _log.cancelled(self.server, request_id, transport.send_nowait(item))
+        params = {"requestId": request_id, "reason": reason}
+        message = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+        sent = _best_effort(transport, self.limits, message, NOTIFICATION, request_id)
+        if sent is not None:
+            _log.cancelled(self.server, request_id, sent)
 
     def submit(
         self,
@@ -439,18 +441,10 @@ class _Core:
     def send_and_forget(self, method: str, params: dict[str, Any]) -> None:
         """Best effort: a request whose reply nobody waits for (it is dropped
         as one nobody waits for), queued only if there is room now."""
-        transport = self.transport
-        if self._terminal is not None or transport is None:
-            return
-        request_id = next(self._ids)
-        try:
-            frame = encode(
-                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
-                self.limits.max_outbound_frame_bytes,
-            )
-        except ProtocolError:
-            return
-        transport.send_nowait(Outbound(frame, REQUEST, request_id, method))
+        if self._terminal is None:
+            request_id = next(self._ids)
+            message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            _best_effort(self.transport, self.limits, message, REQUEST, request_id)
 
     def require(self, capability: str, what: str) -> None:
         """Raise (nothing sent) unless the session is open and the server
@@ -560,9 +554,8 @@ class _Core:
         return tools
 
     def ask(self, method: str, params: dict[str, Any], timeout: float, describe: Callable[[], str]) -> Any:
-        """A request and its final result, the way the session's era sends
-        it (``input_required`` answered by the handlers where the method may
-        carry it): see ._plan."""
+        """A request and its final result, the way the era sends it
+        (``input_required`` answered by the handlers): ``call_plan.ask``."""
         return ask(self, method, params, timeout, describe)
 
     def walk(
@@ -574,9 +567,8 @@ class _Core:
         *,
         deadline: float | None = None,
     ) -> None:
-        """Follow a paginated list to its end under the catalog's page and
-        cursor rules. Each page's exchange is bounded by ``timeout`` s and,
-        when given, the whole walk by ``deadline``."""
+        """Follow a paginated list to its end (``session.listing.walk``): each
+        page within ``timeout`` s, the whole walk by ``deadline`` if given."""
         walk_pages(self, walk, timeout, budget, params, deadline)
 
     def answer_input_request(
@@ -591,57 +583,25 @@ class _Core:
 
     # ----------------------------------------------------------- calling
 
-    def call_tool(  # noqa: PLR0917
+    def call_tool(
         self,
         name: str,
         arguments: Mapping[str, Any] | None,
         timeout_ms: int | None,
         traceparent: str | None = None,
         meta: Mapping[str, Any] | None = None,
-        # Not keyword-only: a keyword-only default costs a dict lookup per
-        # call, a positional one does not (Session.call_tool's are public).
+        *,
         on_progress: ProgressCallback | None = None,
         progress_extends_deadline: bool = False,
         max_timeout_ms: int | None = None,
         task: bool | None = None,
     ) -> CallToolResult:
-        terminal = self._terminal
-        if terminal is not None:
-            raise terminal._copy()
-        catalog = self.catalog  # one snapshot for the whole call, even if a refresh swaps it
-        tool = catalog.by_name.get(name)
-        if tool is None:
-            raise _not_in_catalog(name, self.server)
-        limits = self.limits
-        timeout_ms, option = request_budget(limits, timeout_ms)
-        args: Any = {} if arguments is None else arguments
-        check_arguments(args, limits.max_outbound_frame_bytes)
-        sent: dict[str, Any] = {}
-        if meta is not None:  # the caller's keys; the library's (below, and the era's) win
-            from .extensions import check_meta
-
-            sent = check_meta(meta, limits.max_outbound_frame_bytes)
-        if traceparent is not None:  # W3C trace context, in the request's _meta
-            sent["traceparent"] = _log.check_traceparent(traceparent)
-        # Asked once (it may refuse task=True), before anything is sent.
-        as_task = self.era.use_task(self, tool, task)
-        started = time.monotonic() if self.validate_output else 0.0
-        outcome = call_tool(
-            self, tool, args, timeout_ms, option,
-            routes=self.inbound.progress,
-            meta=sent,
-            on_progress=on_progress,
-            extends=progress_extends_deadline,
-            max_timeout_ms=max_timeout_ms,
-            as_task=as_task,
+        """``tools/call`` for ``Session.call_tool``: checked, sent the era's
+        way and followed to its result (``session.call_plan.session_call``)."""
+        return session_call(
+            self, self.inbound.progress, name, arguments, timeout_ms, traceparent, meta,
+            on_progress, progress_extends_deadline, max_timeout_ms, task,
         )  # fmt: skip
-        if self.validate_output:
-            # The check runs within the call's deadline (the longest it may
-            # have been extended to, when progress extends it).
-            budget = max_timeout_ms if progress_extends_deadline and max_timeout_ms else timeout_ms
-            deadline = check_deadline(started + seconds(budget))
-            check_structured_output(catalog, tool, outcome, deadline)
-        return outcome
 
     def close(self) -> None:
         # From inside an observer the teardown may be running in this very
@@ -649,5 +609,3 @@ class _Core:
         # the teardown to finish without waiting for it here.
         wait = not getattr(self._callback, "active", False)
         self.terminate(ConnectionClosed(CLOSED_BY_CALLER), wait=wait)
-
-

@@ -49,7 +49,7 @@ from ..protocol.limits import request_budget, seconds
 from ..protocol.output_check import check_deadline, check_structured_output
 from ..protocol.versions import UNSUPPORTED_PROTOCOL_VERSION
 from ..transports.workers import Workers
-from .call_plan import drive, rounds
+from .call_plan import drive, not_in_catalog, rounds
 
 if TYPE_CHECKING:
     from ..transports.contract import Leader
@@ -473,9 +473,7 @@ def submit_tool(
     catalog = core.catalog  # one snapshot for the whole call, as call_tool does
     tool = catalog.by_name.get(name)
     if tool is None:
-        from .core import _not_in_catalog
-
-        raise _not_in_catalog(name, core.server)
+        raise not_in_catalog(name, core.server)
     limits = core.limits
     if timeout_ms is None:
         timeout_ms, option, timeout = calls.default_budget
