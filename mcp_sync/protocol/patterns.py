@@ -75,6 +75,12 @@ _CATEGORIES = {
     "Modifier_Symbol": "Sk", "Math_Symbol": "Sm", "Other_Symbol": "So", "Separator": "Z",
     "Line_Separator": "Zl", "Paragraph_Separator": "Zp", "Space_Separator": "Zs",
 }  # fmt: skip
+# Escapes whose RE2 text depends on where they stand: (inside a class, outside one).
+_SHORTHANDS = {
+    "b": ("\\x08", "\\b"),  # a backspace in a class, a word boundary outside
+    "s": (_SPACE, f"[{_SPACE}]"),
+    "S": (_NOT_SPACE, f"[^{_SPACE}]"),
+}
 _HEX = frozenset("0123456789abcdefABCDEF")
 _LOOKAROUND = ("(?=", "(?!", "(?<=", "(?<!")
 
@@ -147,7 +153,7 @@ def server_pattern(pattern: str) -> ServerPattern:
     return ServerPattern(pattern, regexp, positions(translated))
 
 
-def positions(pattern: str) -> int:  # noqa: PLR0912  (one scanner over the syntax)
+def positions(pattern: str) -> int:
     """How many character positions the RE2 ``pattern`` (one RE2 compiled)
     has with its counted repetitions unrolled: the size of its position
     automaton, which bounds how many states one byte of text can keep alive.
@@ -163,27 +169,15 @@ def positions(pattern: str) -> int:  # noqa: PLR0912  (one scanner over the synt
     while i < n:
         ch = pattern[i]
         if ch == "\\":
-            end = pattern.find("}", i) if pattern.startswith(("x{", "p{", "P{"), i + 1) else -1
-            i = end + 1 if end > 0 else i + 2
+            i = _escape_end(pattern, i)
             atom(1)
         elif ch == "[":
-            j = i + 1
-            j += pattern.startswith("^", j)
-            j += pattern.startswith("]", j)
-            while j < n and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            i = j + 1
+            i = _class_end(pattern, i)
             atom(1)
         elif ch == "(":
-            i += 1
-            if pattern.startswith("?", i):
-                while i < n and pattern[i] not in ":)>":
-                    i += 1
-                if pattern.startswith(")", i):  # flags alone, such as (?i)
-                    i += 1
-                    continue
-                i += 1
-            stack.append([0, 0])
+            i, opens = _group_start(pattern, i)
+            if opens:
+                stack.append([0, 0])
         elif ch == ")":
             i += 1
             atom(stack.pop()[0] if len(stack) > 1 else 0)
@@ -191,14 +185,40 @@ def positions(pattern: str) -> int:  # noqa: PLR0912  (one scanner over the synt
             times, i = bounds
             stack[-1][0] += stack[-1][1] * (times - 1)
             stack[-1][1] *= times
-        elif ch in "*+?^$|{":
-            i += 1
-            if ch == "{":
-                atom(1)
         else:
             i += 1
-            atom(1)
+            if ch not in "*+?^$|":  # a literal, or a "{" that is no repetition
+                atom(1)
     return max(1, sum(group[0] for group in stack))
+
+
+def _escape_end(pattern: str, i: int) -> int:
+    """The index after the RE2 escape whose backslash is at ``i``."""
+    end = pattern.find("}", i) if pattern.startswith(("x{", "p{", "P{"), i + 1) else -1
+    return end + 1 if end > 0 else i + 2
+
+
+def _class_end(pattern: str, i: int) -> int:
+    """The index after the character class whose ``[`` is at ``i``."""
+    j = i + 1
+    j += pattern.startswith("^", j)
+    j += pattern.startswith("]", j)
+    while j < len(pattern) and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
+def _group_start(pattern: str, i: int) -> tuple[int, bool]:
+    """The index after the ``(`` at ``i`` and its ``?...`` prefix, and whether
+    it opens a group (flags alone, such as ``(?i)``, do not)."""
+    i += 1
+    if pattern.startswith("?", i):
+        while i < len(pattern) and pattern[i] not in ":)>":
+            i += 1
+        if pattern.startswith(")", i):
+            return i + 1, False
+        i += 1
+    return i, True
 
 
 def _repeat(pattern: str, i: int) -> tuple[int, int] | None:
@@ -251,38 +271,50 @@ def translate(pattern: str) -> str:
     return "".join(out)
 
 
-def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, int]:  # noqa: PLR0911
+def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, int]:
     """The RE2 text for the escape whose letter is at ``i`` (just past the
     backslash), and the index after the escape."""
     if i >= len(pattern):
         raise PatternRefused(pattern, "it ends with a lone backslash")
     nxt = pattern[i]
     i += 1
+    _refuse_escape(pattern, nxt, i, in_class)
     if nxt == "u":
         code, i = _unicode_escape(pattern, i)
         return f"\\x{{{code:x}}}", i
     if nxt == "c":
-        if i < len(pattern) and pattern[i].isascii() and pattern[i].isalpha():
-            return f"\\x{{{ord(pattern[i]) % 32:x}}}", i + 1
-        raise PatternRefused(pattern, "it has a \\c escape without a control letter")
+        return _control_escape(pattern, i)
     if nxt == "0" and not (i < len(pattern) and pattern[i].isdigit()):
         return "\\x00", i
+    if nxt in "pP" and pattern.startswith("{", i):
+        return _property_escape(pattern, nxt, i)
+    if nxt in _SHORTHANDS:
+        inside, outside = _SHORTHANDS[nxt]
+        return (inside if in_class else outside), i
+    return "\\" + nxt, i
+
+
+def _refuse_escape(pattern: str, nxt: str, i: int, in_class: bool) -> None:
+    """Refuse the escapes RE2 cannot run as ECMA-262 means them (letter ``nxt``, body at ``i``)."""
     if not in_class and (nxt in "123456789" or (nxt == "k" and pattern.startswith("<", i))):
         raise PatternRefused(pattern, "it has a backreference, which a linear-time engine cannot run")
-    if nxt == "b" and in_class:
-        return "\\x08", i
-    if nxt in "pP" and pattern.startswith("{", i):
-        end = pattern.find("}", i)
-        if end < 0:
-            raise PatternRefused(pattern, "it has an unclosed \\p{...}")
-        return f"\\{nxt}{{{_property(pattern, pattern[i + 1 : end])}}}", end + 1
     if nxt in "QEC":  # RE2's quoting and any-byte escapes; ECMA has neither
         raise PatternRefused(pattern, f"it has the escape \\{nxt}, which ECMA-262 does not define")
-    if nxt == "s":
-        return (_SPACE if in_class else f"[{_SPACE}]"), i
-    if nxt == "S":
-        return (_NOT_SPACE if in_class else f"[^{_SPACE}]"), i
-    return "\\" + nxt, i
+
+
+def _control_escape(pattern: str, i: int) -> tuple[str, int]:
+    """``\\c`` and the control letter at ``i``."""
+    if i < len(pattern) and pattern[i].isascii() and pattern[i].isalpha():
+        return f"\\x{{{ord(pattern[i]) % 32:x}}}", i + 1
+    raise PatternRefused(pattern, "it has a \\c escape without a control letter")
+
+
+def _property_escape(pattern: str, nxt: str, i: int) -> tuple[str, int]:
+    """``\\p{...}`` or ``\\P{...}`` whose brace is at ``i``."""
+    end = pattern.find("}", i)
+    if end < 0:
+        raise PatternRefused(pattern, "it has an unclosed \\p{...}")
+    return f"\\{nxt}{{{_property(pattern, pattern[i + 1 : end])}}}", end + 1
 
 
 def _property(pattern: str, name: str) -> str:
