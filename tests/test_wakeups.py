@@ -174,7 +174,8 @@ def test_a_lone_caller_rarely_reads_an_empty_stdout(monkeypatch: pytest.MonkeyPa
         stdout_fd = transport._stdout_fd  # type: ignore[union-attr]
         empty: list[int] = []
         reads: list[int] = []
-        real_read = transport._read  # type: ignore[union-attr]
+        lines = transport._lines  # type: ignore[union-attr]
+        real_read = lines.read
 
         def read(fd: int, size: int) -> bytes:
             reads.append(fd)
@@ -185,7 +186,7 @@ def test_a_lone_caller_rarely_reads_an_empty_stdout(monkeypatch: pytest.MonkeyPa
                     empty.append(fd)
                 raise
 
-        monkeypatch.setattr(transport, "_read", read)
+        monkeypatch.setattr(lines, "read", read)
         for n in range(calls):
             assert session.call_tool("echo", {"message": str(n)}).content[0]["text"] == str(n)
         monkeypatch.undo()
@@ -288,7 +289,7 @@ def test_a_leader_reads_once_more_while_other_calls_wait() -> None:
     # rather than by the reader thread.
     with connect_fake() as session:
         transport: Any = session._core.transport
-        real = transport._read
+        real = transport._lines.read
         reads = [0]
 
         def counting(fd: int, count: int) -> bytes:
@@ -302,14 +303,14 @@ def test_a_leader_reads_once_more_while_other_calls_wait() -> None:
                 assert session.call_tool("echo", {"message": str(i)}).content[0]["text"] == str(i)
             return reads[0]
 
-        transport._read = counting
+        transport._lines.read = counting
         try:
             alone = calls(50)
             pending = _pending_call(session)
             beside = calls(50)
             pending.cancel()
         finally:
-            transport._read = real
+            transport._lines.read = real
         # Alone: one read per call, and one more per miss of a read before
         # the poll (at most one call in _PEEK_AFTER_MISS + 1). Beside the
         # pending call: two per call (a call that found stdin busy goes the

@@ -7,6 +7,13 @@
 - stderr: drains stderr continuously into a redacted, bounded tail;
 - waiter: reaps the child and notices when it exits.
 
+The rooms: ``stdin.py`` (the write side: the outbound queue, the writer
+thread, callers' direct writes), ``read_token.py`` (who reads stdout: the
+read token, the lease, and what the reader thread waits on),
+``stdout_lines.py`` (stdout cut into lines for the token's holder), and this
+module, which starts the process and its threads, lets a caller lead, and
+tears it all down.
+
 On the hot path a calling thread writes its own request and reads its own
 reply (``exchange``: the optional :class:`~._base.Leader` capability, which
 only this transport has), so a sequential call crosses no thread boundary. A
@@ -37,23 +44,22 @@ import collections
 import contextlib
 import math
 import os
-import queue
 import select
-import struct
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..protocol.errors import ConnectionClosed, ProtocolError, SpawnFailed
-from ..protocol.frames import decode_line
+from ..protocol.errors import ConnectionClosed, SpawnFailed
 from ..protocol.limits import Limits, reply_not_queued, seconds
-from ..protocol.oversize import Oversized, frame_too_long, reply_too_long
+from ..protocol.oversize import frame_too_long
 from ..protocol.redaction import StderrTail
 from .contract import REQUEST, Leader, Outbound, ShutdownOnce, Sink
-from .fdio import Modify, Read, Write, held_modify, held_reader, held_write, plain_write
+from .fdio import Read, held_reader
 from .process import ENV_ALLOWLIST, ServerProcess, child_environment, drain_stderr
+from .read_token import ReadToken
+from .stdin import Stdin
+from .stdout_lines import EOF, OPEN, READ_SIZE, TOO_LONG, StdoutLines
 
 __all__ = ["ENV_ALLOWLIST", "StdioTransport", "child_environment"]
 
@@ -62,288 +68,10 @@ __all__ = ["ENV_ALLOWLIST", "StdioTransport", "child_environment"]
 EXIT_AFTER_EOF = 0.5
 THREAD_JOIN = 2.0
 
-_READ_SIZE = 65536
-if sys.platform.startswith("linux"):
-    import fcntl
-    import termios
-
-    # How many bytes wait in a pipe; on Linux also asked of its write end.
-    _FIONREAD: int | None = termios.FIONREAD
-else:
-    _FIONREAD = None
-LEASE = 0.005
-"""Seconds stdout stays disarmed after a caller stops reading, when nobody
-else waits for a reply or the caller lingers (submitted calls): it is
-usually back sooner, and then needs no epoll_ctl. The longest a server's
-message between calls (a notification, a request of its own) then waits for
-the reader thread, and how often that thread wakes while calls go on."""
 _POLL_MAX_MS = 2**31 - 1
 _PEEK_AFTER_MISS = 16
 """Leaders that poll at once after a read before polling found nothing,
 before one tries that read again (see _read_until)."""
-# A caller writes its own frame only when one write(2) is sure to take all of
-# it: a pipe writes up to PIPE_BUF bytes atomically or not at all, so no
-# caller ever leaves half a frame behind (a frame is written whole or not at
-# all, never interleaved with another). Larger frames go through
-# the writer thread.
-_DIRECT_MAX = getattr(select, "PIPE_BUF", 512)
-# stdout's state, changed only by the holder of the read token.
-_OPEN, _EOF, _TOO_LONG = "open", "eof", "too long"
-_STOP = None  # the writer's sentinel
-
-
-class _Outbound(queue.Queue[tuple[int | None, bytes] | None]):
-    """The bounded outbound queue, which teardown can close: every frame in it
-    is dropped, the writer's sentinel goes in, and no put waits any more, so
-    a thread blocked for room (a caller, or the reader thread with a reply)
-    is released at once instead of at its timeout."""
-
-    def close(self) -> None:
-        with self.mutex:
-            self.queue.clear()
-            self.queue.append(_STOP)
-            self.maxsize = sys.maxsize  # put() compares against it on every wake-up
-            self.not_empty.notify()
-            self.not_full.notify_all()
-
-
-def _whole_frame(line: bytes) -> bool:
-    """Whether ``line`` is a protocol frame on its own (resync after an interrupt)."""
-    try:
-        return decode_line(line) is not None
-    except ProtocolError:
-        return False
-
-
-class _Stdin:
-    """The write side: the bounded outbound queue, the writer thread's loop,
-    and the direct writes of callers.
-
-    A caller writes its own small frame at once when stdin is idle. When
-    another thread holds stdin, its frame goes into the queue and whoever
-    holds stdin writes it on the way out, together with everything else
-    queued, in one ``write(2)`` (at most PIPE_BUF bytes, so all or nothing).
-    The writer thread is woken only for what no caller may write without
-    waiting: a full pipe, a frame over PIPE_BUF, or a frame queued by the
-    main thread, which never writes other callers' frames (an interrupt
-    there could lose them).
-    """
-
-    def __init__(self, claim: Callable[[int], bool], capacity: int) -> None:
-        self._claim = claim
-        self._queue = _Outbound(maxsize=capacity)
-        # Whoever holds lock writes to stdin, so frames never interleave: the
-        # writer thread (which waits for it), or a caller (which only tries
-        # it: never a wait on the hot path). stdin is non-blocking so that a
-        # write can never stall a caller past its deadline. _open turns
-        # false, under lock, when stdin closes. (Any: _is_owned is not typed.)
-        self.lock: Any = threading.RLock()
-        # Released ("set") when the queue holds something only the writer
-        # thread can write; the writer thread waits for it by acquiring it.
-        # A bare lock used as a binary semaphore, not an Event: one C call on
-        # each side, so a KeyboardInterrupt in the main thread can never leave
-        # it half-taken (an Event's own lock, taken by a with-statement, can).
-        self._kick = threading.Lock()
-        self._kick.acquire()
-        self._open = True
-        self.direct = False
-        self._write: Write = plain_write  # callers' writes (see attach)
-        self._fd = -1
-        self._stream: Any = None
-        self._main = threading.main_thread().ident
-
-    def attach(self, stream: Any, posix: bool) -> None:
-        self._stream = stream
-        self._fd = stream.fileno()
-        if posix and hasattr(select, "poll"):  # _write_all polls a full pipe
-            with contextlib.suppress(OSError):
-                os.set_blocking(self._fd, False)
-                self.direct = True
-                # Callers' writes never block now: they keep the GIL (_fdio).
-                self._write = held_write()
-
-    def put(self, frame: bytes, request_id: int | None, timeout: float | None) -> bool:
-        """Queue a frame, waiting up to ``timeout`` s for room (None: not at
-        all), and see it written: by this thread if it may, else by the
-        holder of stdin or the writer thread."""
-        outbound = self._queue
-        with outbound.mutex:
-            # Room now (the common case): in without the queue's conditions,
-            # which nobody waits on for this side (the writer thread is
-            # kicked, it never blocks in get()).
-            pending = outbound.queue
-            queued = outbound.maxsize <= 0 or len(pending) < outbound.maxsize
-            if queued:
-                pending.append((request_id, frame))
-        if not queued:
-            try:
-                if timeout is None:
-                    outbound.put_nowait((request_id, frame))
-                else:
-                    outbound.put((request_id, frame), timeout=timeout)
-            except queue.Full:
-                return False
-        self.flush()
-        return True
-
-    def flush(self) -> None:
-        """Write what is queued, if stdin is idle and this thread may (see
-        the class docstring); what it may not write goes to the writer
-        thread. A holder of stdin looks again once it lets go, so a frame
-        queued while it held stdin is never left behind."""
-        pending = self._queue.queue
-        lock = self.lock
-        while pending:
-            if not self.direct or threading.get_ident() == self._main:
-                self._wake_writer()
-                return
-            if not lock.acquire(False):
-                return  # its holder looks again once it lets go
-            try:
-                stuck = self._write_queued()
-            finally:
-                lock.release()
-            if stuck:
-                self._wake_writer()
-                return
-
-    def _wake_writer(self) -> None:
-        # Already released: the writer has not woken for it yet.
-        with contextlib.suppress(RuntimeError):
-            self._kick.release()
-
-    def _write_queued(self) -> bool:
-        """Holding stdin: write the queued frames that fit in one atomic
-        write(2). True when what is left needs the writer thread."""
-        outbound = self._queue
-        batch: list[tuple[int | None, bytes]] = []
-        size = 0
-        with outbound.mutex:
-            pending = outbound.queue
-            while pending:
-                item = pending[0]
-                if item is None or size + len(item[1]) > _DIRECT_MAX:
-                    break  # the sentinel, or a frame too large to write whole
-                pending.popleft()
-                batch.append(item)
-                size += len(item[1])
-            if batch:
-                outbound.not_full.notify(len(batch))
-            elif pending:
-                return True
-        if not self._open:
-            return False  # stdin is closed: the queue was dropped with it
-        claim = self._claim
-        frames = [frame for request_id, frame in batch if request_id is None or claim(request_id)]
-        if not frames:
-            return False
-        data = frames[0] if len(frames) == 1 else b"".join(frames)
-        if self._write(self._fd, data, len(data)) < 0:
-            # Full (or broken, which the writer thread meets and reports): the
-            # frames go back in front, in order, for the writer thread.
-            with outbound.mutex:
-                outbound.queue.extendleft(reversed(batch))
-            return True
-        return False
-
-    def try_direct(self, frame: bytes, request_id: int | None) -> bool:
-        """Write a small frame from the calling thread if stdin is idle, the
-        queue empty and the pipe has room; True if it was written (whole:
-        see _DIRECT_MAX)."""
-        lock = self.lock
-        if not self.direct or len(frame) > _DIRECT_MAX or lock._is_owned():
-            return False
-        try:
-            if not lock.acquire(False):
-                return False
-            # Reading the deque's length without the queue's mutex is a
-            # hint only: a frame queued a moment later is still written.
-            if not self._open or self._queue.queue:
-                return False
-            # Claimed before the write: an interrupt landing just after
-            # write(2) returns must still find the request marked as sent,
-            # so that abandoning it tells the server. (If the write then
-            # fails, the frame goes through the queue and is sent anyway.)
-            if request_id is not None and not self._claim(request_id):
-                return False  # abandoned (or ended): the writer skips it too
-            # Full, or broken (< 0): the writer thread meets and reports the latter.
-            return self._write(self._fd, frame, len(frame)) >= 0
-        finally:
-            # The release is this block's first call (see the module
-            # docstring): an interrupt at a check before it would leave
-            # stdin held for good.
-            try:
-                lock.release()
-            except RuntimeError:
-                pass  # not ours: the acquire failed
-            else:
-                if self._queue.queue:
-                    self.flush()  # queued while we held stdin
-
-    def unread(self) -> int | None:
-        """Bytes sent that the server has not read yet (queued here or in the
-        pipe); ``None`` where the pipe cannot tell (FIONREAD on a pipe's
-        write end is Linux's)."""
-        if self._queue.queue:
-            return 1
-        if _FIONREAD is None or self._fd < 0:
-            return None
-        try:
-            count: int = struct.unpack("i", fcntl.ioctl(self._fd, _FIONREAD, b"\0\0\0\0"))[0]
-        except (OSError, ValueError):
-            return None
-        return count
-
-    def run(self) -> None:
-        """The writer thread: write what callers could not, until the
-        sentinel (OSError: the pipe broke). Closes stdin on the way out."""
-        claim = self._claim
-        get = self._queue.get_nowait
-        lock = self.lock
-        kick = self._kick
-        try:
-            while True:
-                kick.acquire()
-                with lock:
-                    while True:
-                        try:
-                            item = get()
-                        except queue.Empty:
-                            break
-                        if item is None:  # _STOP
-                            return
-                        request_id, frame = item
-                        if request_id is not None and not claim(request_id):
-                            continue  # abandoned before it was started
-                        self._write_all(frame)
-                if self._queue.queue:
-                    self._wake_writer()  # queued while we held stdin
-        finally:
-            with lock:
-                self._open = False
-                with contextlib.suppress(OSError):
-                    self._stream.close()
-
-    def _write_all(self, frame: bytes | memoryview) -> None:
-        # A started frame is always finished: half a frame would corrupt
-        # every frame after it.
-        fd = self._fd
-        view = memoryview(frame)
-        poller: select.poll | None = None
-        while view:
-            try:
-                view = view[os.write(fd, view) :]
-            except BlockingIOError:
-                # Wait for the server to read; its death wakes us too (EPIPE).
-                if poller is None:
-                    poller = select.poll()
-                    poller.register(fd, select.POLLOUT)
-                poller.poll()
-
-    def close(self) -> None:
-        """Drop what is queued; the writer closes stdin at the sentinel."""
-        self._queue.close()
-        self._wake_writer()
 
 
 class StdioTransport:
@@ -366,7 +94,7 @@ class StdioTransport:
         self._waiting = sink.table_size  # (a C method: _give_read_side asks it per call)
         self.leader: Leader | None = self
         self._limits = limits
-        self._stdin = _Stdin(sink.claim, limits.queue_capacity)
+        self._stdin = Stdin(sink.claim, limits.queue_capacity)
         self._tail = StderrTail(limits.max_stderr_bytes, secrets=secrets)
         self._stdout_done = threading.Event()
         self._once = ShutdownOnce()
@@ -409,10 +137,10 @@ class StdioTransport:
 
     def _close_read_side(self) -> None:
         """Close the epoll and the wake and stop pipes (whichever exist)."""
-        if self._epoll is not None:
-            with self._lease_lock:  # not while a held _modify uses its number
-                self._epoll.close()
-        for name in ("_wake_r", "_wake_w", "_stop_r", "_stop_w"):
+        token = getattr(self, "_token", None)
+        if token is not None:
+            token.close()
+        for name in ("_stop_r", "_stop_w"):
             fd = getattr(self, name, None)
             if fd is not None:
                 with contextlib.suppress(OSError):
@@ -422,51 +150,12 @@ class StdioTransport:
         assert self._proc.stdin and self._proc.stdout and self._proc.stderr
         self._stdout_fd = self._proc.stdout.fileno()
         self._stderr_fd = self._proc.stderr.fileno()
-        self._stdin.attach(self._proc.stdin, posix)
-        # The read token (see "Who reads stdout" below): guards stdout, the
-        # line being assembled (_partial, _held, _chunk, _pos, _reading,
-        # _resync, _skipping, _stdout_state) and dispatch. The reader thread waits for
-        # it; a caller only tries it (``lead``), and teardown waits for it at
-        # most THREAD_JOIN before closing the descriptors.
-        rlock: Any = threading.RLock()  # (Any: _is_owned is not typed)
-        self._rlock = rlock
-        # Whether the calling thread holds the token. Bound once: a bound
-        # C method made per call costs an object.
-        self._holding: Callable[[], bool] = rlock._is_owned
-        self._partial: list[bytes] = []
-        self._held = 0
-        self._chunk: bytes | None = None
-        self._pos = 0
-        self._stdout_state = _OPEN
-        # The kept ends of a line over max_frame_bytes while the rest of it
-        # is skipped (see ._oversize).
-        self._skipping: Oversized | None = None
-        # Set around a read(2) whose result could be lost to an interrupt;
-        # _resync then drops what may be the tail of a line that lost its middle.
-        self._reading = False
-        self._resync = False
-        # Set when a read found stdout empty (a leader reading ahead).
-        self._empty = False
+        # Forced for tests: the path of systems without epoll (macOS, the
+        # BSDs), with no ctypes either.
+        plain = os.environ.get("MCP_SYNC_PLAIN_STDIO", "") not in ("", "0")
+        self._stdin.attach(self._proc.stdin, posix, held=not plain)
         # Leaders still to poll before one reads first (see _read_until).
         self._peek_wait = 0
-        # Who may read stdout next, apart from the token. _lease_lock guards
-        # _armed (stdout armed in the reader's epoll: a leader disarms it),
-        # _leading (a caller holds the token to read), _leased and
-        # _lease_end, and the epoll changes that go with them. Held for a few
-        # steps by leaders and by the reader thread, never while reading: the
-        # reader thread times a lease under it without the token, so a
-        # caller never finds the token taken by a mere lease check.
-        # A lease: a leader that will likely be back soon (nobody else
-        # waits for a reply, or lead(linger=True): one thread with many
-        # calls in flight) leaves stdout disarmed until _lease_end, so that
-        # it reads its replies itself, with no epoll_ctl and no wake-up of
-        # the reader thread per call. _leased: the reader thread times it,
-        # and re-arms stdout at its end unless a leader is reading by then.
-        self._lease_lock = threading.Lock()
-        self._armed = True
-        self._leading = False
-        self._leased = False
-        self._lease_end = 0.0
         # Replies to server requests that a reading caller could not queue at
         # once: the reader thread sends them, waiting as long as it must.
         self._replies: collections.deque[bytes] = collections.deque()
@@ -474,23 +163,17 @@ class StdioTransport:
         # the stderr thread and a leader polling for a reply all leave at once.
         self._stop_r, self._stop_w = os.pipe()
         # The token's holder reads stdout; a blocking read must let go of the GIL.
-        self._read: Read = os.read
-        if hasattr(select, "epoll") and hasattr(select, "poll"):
+        read: Read = os.read
+        leads = not plain and hasattr(select, "epoll") and hasattr(select, "poll")
+        if leads:
             os.set_blocking(self._stdout_fd, False)
-            self._read = held_reader(_READ_SIZE)  # never blocks now: keeps the GIL (_fdio)
-            self._wake_r, self._wake_w = os.pipe()
-            os.set_blocking(self._wake_r, False)
-            self._epoll = select.epoll()
-            self._epoll.register(self._stdout_fd, select.EPOLLIN)
-            self._epoll.register(self._wake_r, select.EPOLLIN)
-            self._epoll.register(self._stop_r, select.EPOLLIN)
-            # Arming and disarming stdout never blocks: it keeps the GIL
-            # (_fdio). Only under _lease_lock, which the epoll's close takes.
-            self._modify: Modify = held_modify(self._epoll)
-            lead_poll = select.poll()
-            lead_poll.register(self._stdout_fd, select.POLLIN)
-            lead_poll.register(self._stop_r, select.POLLIN)
-            self._lead_poll = lead_poll.poll
+            read = held_reader(READ_SIZE)  # never blocks now: keeps the GIL (fdio)
+        self._token = token = ReadToken(self._stdout_fd, self._stop_r, self._live, leads)
+        self._epoll, self._holding, self._wake = token.epoll, token.holding, token.wake
+        if token.lead_poll is not None:
+            self._lead_poll = token.lead_poll
+        self._lines = StdoutLines(self._stdout_fd, read, self._sink, self._limits, self._server, self._pause)
+        self._read_available = self._lines.read_available
         self._threads = [
             threading.Thread(target=target, name=f"{self._name}-{role}", daemon=True)
             for role, target in (
@@ -513,6 +196,31 @@ class StdioTransport:
         (era negotiation starts its clock once the server has read the probe)."""
         return self._stdin.unread()
 
+    # The read token's and the line's parts, by the names tests look at.
+    @property
+    def _rlock(self) -> Any:
+        return self._token.lock
+
+    @property
+    def _leased(self) -> bool:
+        return self._token.leased
+
+    @property
+    def _armed(self) -> bool:
+        return self._token.armed
+
+    @property
+    def _skipping(self) -> Any:
+        return self._lines.skipping
+
+    @property
+    def _modify(self) -> Callable[[int, int], None]:
+        return self._token.modify
+
+    @_modify.setter
+    def _modify(self, modify: Callable[[int, int], None]) -> None:
+        self._token.modify = modify
+
     @property
     def returncode(self) -> int | None:
         """The server's exit status, once it has been reaped (the teardown log shows it)."""
@@ -521,12 +229,15 @@ class StdioTransport:
     # ----------------------------------------------------------- outbound
 
     def send(self, item: Outbound, timeout: float) -> bool:
-        # (_send's line, not a call to it: 0.5-1k fewer instructions per request)
-        stdin, frame, request_id = self._stdin, item.frame, item.request_id
-        skipping = self._skipping
-        if skipping is not None and request_id is not None and item.kind == REQUEST:
-            skipping.late.add(request_id)  # (see Oversized.claimable)
-        return stdin.try_direct(frame, request_id) or stdin.put(frame, request_id, timeout)
+        self._mark_late(item)
+        return self._send(item.frame, item.request_id, timeout)
+
+    def _mark_late(self, item: Outbound) -> None:
+        skipping = self._lines.skipping
+        if skipping is not None and item.request_id is not None and item.kind == REQUEST:
+            # Sent after an over-long line began: it cannot be that line's
+            # owner (see Oversized.claimable).
+            skipping.late.add(item.request_id)
 
     def _send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
         stdin = self._stdin
@@ -567,19 +278,13 @@ class StdioTransport:
 
     # ----------------------------------------------------------- inbound
 
-    # Who reads stdout. Whoever holds _rlock (the read token) reads and
-    # dispatches frames, so dispatch is never concurrent. Normally that is the
-    # reader thread, woken by epoll when stdout has data. But a caller waiting
-    # for its reply takes the token when it is free and reads for itself
-    # (``lead``): its own reply then needs no hand-off between threads, which
-    # is most of the cost of a round trip. While it leads, stdout is disarmed
-    # in the reader thread's epoll, so the reply does not wake that thread too;
-    # re-arming it is level-triggered, so nothing that arrives in between is
-    # missed. Every ending (EOF, an over-long frame) is finished by the reader
-    # thread: a leader that meets one wakes it through the wake pipe. So is
-    # every wait: a leader stops reading once it would have to wait for room
-    # to reply to a server request, and reads one chunk at a time, so its
-    # deadline is looked at between chunks.
+    # Who reads stdout: the holder of the read token (read_token.py), the
+    # reader thread or a caller reading for its own reply (``lead``). Every
+    # ending (EOF, an over-long frame) is finished by the reader thread: a
+    # leader that meets one wakes it through the wake pipe. So is every wait:
+    # a leader stops reading once it would have to wait for room to reply to
+    # a server request, and reads one chunk at a time, so its deadline is
+    # looked at between chunks.
 
     def exchange(
         self, item: Outbound, timeout: float, done: Callable[[], bool], deadline: float
@@ -595,11 +300,7 @@ class StdioTransport:
         woken) would otherwise wake the reader thread with the reply.
         """
         frame, request_id = item.frame, item.request_id
-        skipping = self._skipping
-        if skipping is not None and request_id is not None and item.kind == REQUEST:
-            # Sent after an over-long line began: it cannot be that line's
-            # owner (see Oversized.claimable).
-            skipping.late.add(request_id)
+        self._mark_late(item)
         owned = self._holding
         # A thread that already holds the token is a callback calling from
         # inside a dispatch: it never reads (nor gives back) for itself.
@@ -620,8 +321,8 @@ class StdioTransport:
                 finally:
                     if owned():  # interrupted before the give-back began
                         self._give_read_side()
-                    elif not (self._armed or self._leased or self._leading):
-                        self._unstrand()  # interrupted inside it
+                    elif self._token.stranded():
+                        self._token.unstrand()  # interrupted inside it
         if not self._send(frame, request_id, timeout):
             return False
         self.lead(done, deadline)
@@ -646,25 +347,21 @@ class StdioTransport:
             finally:
                 if owned():  # interrupted before the give-back began
                     self._give_read_side(linger)
-                elif not (self._armed or self._leased or self._leading):
-                    self._unstrand()  # interrupted inside it
+                elif self._token.stranded():
+                    self._token.unstrand()  # interrupted inside it
 
     def _take_read_side(self) -> bool:
         """Take the read token and disarm stdout in the reader's epoll, if
         nobody else reads, stdout is still open and no reply waits for the
         reader thread. Call inside a ``try`` that gives the token back if the
         thread owns it, so an interrupt between the steps loses nothing."""
-        rlock = self._rlock
-        if self._epoll is None or not rlock.acquire(False):
+        token = self._token
+        if self._epoll is None or not token.lock.acquire(False):
             return False
-        if self._stdout_state is not _OPEN or self._replies or self._once.begun:
-            rlock.release()
+        if self._lines.state is not OPEN or self._replies or self._once.begun:
+            token.lock.release()
             return False
-        with self._lease_lock:
-            self._leading = True
-            if self._armed:
-                self._armed = False
-                self._modify(self._stdout_fd, 0)
+        token.lead()
         return True
 
     def _give_read_side(self, linger: bool = False) -> None:
@@ -674,83 +371,35 @@ class StdioTransport:
         # stdout.
         lease = False
         try:
-            if self._reading:
-                # Interrupted between read(2) and keeping what it returned:
-                # the line being assembled may have lost its middle.
-                self._reading = False
-                self._partial.clear()
-                self._held = 0
-                self._skipping = None
-                self._resync = True
+            self._lines.interrupted()
             # Once stdout has ended (or the session is ending) the reader
             # thread sees the end itself: nothing to arm, lease or wake.
-            live = self._stdout_state is _OPEN and not self._once.begun
+            live = self._lines.state is OPEN and not self._once.begun
             # A lone caller leases too: nobody else waits for a reply, and it
             # is usually back for its next call before the lease ends (then
             # it needs no epoll_ctl at all).
-            lease = live and (linger or not self._waiting()) and self._chunk is None and not self._replies
-            with self._lease_lock:
-                self._leading = False
-                timed = self._leased
-                if lease:
-                    self._lease_end = time.monotonic() + LEASE
-                    self._leased = True
-                else:
-                    self._rearm()  # (a no-op on the epoll unless live)
-            if live and ((lease and not timed) or self._chunk is not None or self._replies):
+            lease = live and (linger or not self._waiting()) and self._lines.chunk is None and not self._replies
+            timed = self._token.hand_back(lease)
+            if live and ((lease and not timed) or self._lines.chunk is not None or self._replies):
                 # The reader thread starts timing the lease, or has a chunk
-                # or replies to finish even if nothing more arrives. (A full
-                # wake pipe already wakes it.)
-                with contextlib.suppress(BlockingIOError):
-                    os.write(self._wake_w, b"x")
+                # or replies to finish even if nothing more arrives.
+                self._wake()
         finally:
-            self._rlock.release()
+            self._token.lock.release()
         if lease and not linger and self._waiting():
             # A request entered while we held the token: its caller, who
             # found the token taken, now waits for someone to read.
-            with self._lease_lock:
-                if self._leased and not self._leading:
-                    self._rearm()
+            self._token.end_lease_now()
 
-    def _unstrand(self) -> None:
-        """After a give-back: stdout disarmed, with no lease and nobody
-        reading. Outside _lease_lock that is never so while stdout is open,
-        unless an interrupt landed inside the give-back's re-arm; callers
-        blocked on replies would then wait out their deadlines, since nobody
-        reads. (Checked inline first, without the lock: a hint.)"""
-        with self._lease_lock:
-            if not (self._armed or self._leased or self._leading):
-                self._rearm()
+    def _pause(self) -> bool:
+        """Whether a caller reading for everyone stops after this line: it
+        left a reply for the reader thread to send (see _read_until)."""
+        return bool(self._replies) and threading.current_thread() is not self._reader
 
-    def _rearm(self) -> None:
-        # Under _lease_lock: stdout back to the reader thread (level-
-        # triggered: what came in meanwhile wakes it at once).
-        self._leased = False
-        if not self._armed and self._stdout_state is _OPEN and not self._once.begun:
-            assert self._epoll is not None
-            # Without the read token (the reader thread, or a caller after
-            # its give-back) the session may end meanwhile: a closed epoll
-            # refuses, and then nobody needs stdout armed.
-            with contextlib.suppress(OSError, ValueError):
-                self._modify(self._stdout_fd, select.EPOLLIN)
-            self._armed = True
-
-    def _lease_ended(self) -> bool:
-        """The reader thread, at a lease's end (or a wake-up during one):
-        whether stdout is its own again. A leader reading at the lease's end
-        keeps stdout for another LEASE (its give-back renews the lease or
-        re-arms): one wake-up of this thread per LEASE at most."""
-        with self._lease_lock:
-            if not self._leased:
-                return True
-            now = time.monotonic()
-            if now < self._lease_end:
-                return False
-            if self._leading:
-                self._lease_end = now + LEASE
-                return False
-            self._rearm()
-            return True
+    def _live(self) -> bool:
+        """Whether stdout is open and the session not ending (then stdout
+        may need arming)."""
+        return self._lines.state is OPEN and not self._once.begun
 
     def _read_until(self, done: Callable[[], bool], deadline: float) -> None:
         # Holding the read token, with stdout disarmed in the reader's epoll.
@@ -772,13 +421,13 @@ class StdioTransport:
             if streaming:
                 # Also after a chunk that held replies for others, not ours:
                 # under load the next is often there already.
-                self._empty = False
+                self._lines.empty = False
                 if not self._read_available():
-                    os.write(self._wake_w, b"x")
+                    self._wake()
                     return
                 if self._replies:
                     return
-                if self._empty:
+                if self._lines.empty:
                     streaming = False
                     if peek == 0:
                         self._peek_wait = _PEEK_AFTER_MISS
@@ -792,7 +441,7 @@ class StdioTransport:
                 return  # the stop pipe: the session has ended
             streaming = True
             if not self._read_available():
-                os.write(self._wake_w, b"x")  # the reader thread finishes the ending
+                self._wake()  # the reader thread finishes the ending
                 return
             if self._replies:
                 return  # a reply must wait for room: the reader thread takes over
@@ -805,140 +454,7 @@ class StdioTransport:
         them. (Not for submitted calls: their thread reads the rest itself
         when it next waits, and an empty read would be wasted.)"""
         if not self._replies and not self._read_available():
-            os.write(self._wake_w, b"x")  # the reader thread finishes the ending
-
-    def _read_available(self) -> bool:
-        """Read one chunk of stdout (holding the read token) and dispatch each
-        complete line. False once stdout has ended or broken the frame limit.
-
-        The chunk being split and the position in it live on the transport,
-        and the position moves past a line before the line is dispatched: a
-        caller interrupted here (KeyboardInterrupt in the main thread) loses at
-        most that one line, and the next holder of the token carries on with
-        the rest of the chunk instead of losing it, or the framing with it.
-        A reading caller that had to leave a reply for the reader thread stops
-        after that line.
-        """
-        if self._stdout_state is not _OPEN:
-            return False
-        limit = self._limits.max_frame_bytes
-        receive = self._sink.receive
-        partial = self._partial
-        chunk = self._chunk
-        if chunk is None:
-            self._reading = True
-            try:
-                chunk = self._read(self._stdout_fd, _READ_SIZE)
-            except BlockingIOError:
-                self._reading = False
-                self._empty = True
-                return True
-            except OSError:
-                chunk = b""
-            # One statement: no interrupt can come between keeping the chunk
-            # and clearing the flag.
-            self._chunk, self._pos, self._reading = chunk, 0, False
-            if not chunk:
-                self._chunk = None
-                self._stdout_state = _EOF
-                return False
-        if self._resync:
-            # A chunk may have been lost: up to the next newline stands
-            # either a whole line (the lost chunk ended with one) or the tail
-            # of a line that lost its middle. Only a whole frame is kept.
-            newline = chunk.find(b"\n", self._pos)
-            if newline < 0:
-                self._chunk = None
-                return True
-            first = chunk[self._pos : newline]
-            self._pos, self._resync = newline + 1, False
-            if _whole_frame(first):
-                receive(first)
-        start = self._pos
-        size = len(chunk)
-        while True:
-            newline = chunk.find(b"\n", start)
-            end = size if newline < 0 else newline
-            skipping = self._skipping
-            if skipping is None and self._held + end - start > limit:
-                # Over the limit: from here on only the line's ends are kept.
-                skipping = self._skipping = Oversized()
-                for part in partial:
-                    skipping.feed(part)
-                partial.clear()
-                self._held = 0
-            if skipping is not None:
-                skipping.feed(chunk[start:end])
-                if newline < 0:
-                    self._chunk = None
-                    return self._skipped(skipping, ended=False)
-                start = self._pos = newline + 1
-                if not self._skipped(skipping, ended=True):
-                    return False
-                continue
-            if newline < 0:
-                rest = size - start
-                self._chunk = None
-                if rest:
-                    partial.append(chunk[start:] if start else chunk)
-                    self._held += rest
-                return True
-            if partial:
-                partial.append(chunk[start:newline])
-                line = b"".join(partial)
-                partial.clear()
-                self._held = 0
-            else:
-                line = chunk[start:newline]
-            start = self._pos = newline + 1
-            receive(line)
-            if start == size:  # the chunk ended with this line (the usual case)
-                self._chunk = None
-                return True
-            if self._replies and threading.current_thread() is not self._reader:
-                return True
-
-    def _skipped(self, skipping: Oversized, ended: bool) -> bool:
-        """Charge an over-long line to its request as soon as its kept ends
-        tell which one (holding the read token). False when they cannot:
-        the session ends, as for any frame over the limit."""
-        limit = self._limits.max_frame_bytes
-        if not skipping.decided:
-            reply = skipping.head_says(ended)
-            if reply is False:
-                self._skipping = None
-                self._stdout_state = _TOO_LONG
-                return False
-            if reply and skipping.request_id is not None:
-                # Its caller is told now, not after the rest is skipped.
-                self._fail_reply(skipping.request_id, skipping.size, limit, ended)
-        if not ended:
-            if (
-                skipping.decided
-                and skipping.request_id is None
-                and not skipping.claimable(self._waiting(), self._sink.waiting)
-            ):
-                # A reply whose id would only show at its end, and nobody
-                # left who could own it: a line that never ends would
-                # otherwise hold every later call until its deadline.
-                self._skipping = None
-                self._stdout_state = _TOO_LONG
-                return False
-            return True
-        self._skipping = None
-        if skipping.request_id is None:
-            request_id = skipping.tail_id()
-            if request_id is None:
-                self._stdout_state = _TOO_LONG
-                return False
-            self._fail_reply(request_id, skipping.size, limit, True)
-        return True
-
-    def _fail_reply(self, request_id: int, size: int, limit: int, whole: bool) -> None:
-        # A reply nobody waits for any more is dropped, as a late reply of
-        # any size is.
-        if self._sink.waiting(request_id):
-            self._sink.fail(request_id, reply_too_long(self._server, size, limit, whole))
+            self._wake()  # the reader thread finishes the ending
 
     def _flush_replies(self) -> bool:
         """Send the replies a reading caller left (reader thread, holding the
@@ -952,6 +468,9 @@ class StdioTransport:
             self._replies.popleft()
         return True
 
+    def _flush_and_read(self) -> bool:
+        return self._flush_replies() and self._read_available()
+
     def _read_stdout(self) -> None:
         stopped = False
         try:
@@ -962,34 +481,12 @@ class StdioTransport:
                 while self._read_available():
                     pass
             else:
-                wait = self._epoll.poll
-                wake, stop = self._wake_r, self._stop_r
-                while not stopped:
-                    # A lease is timed: wake at its end (a hint read without
-                    # the lock; checked again under it).
-                    timeout = max(0.0, self._lease_end - time.monotonic()) if self._leased else -1
-                    hangup = False
-                    for ready, _ in wait(timeout):
-                        if ready == wake:
-                            os.read(wake, 64)
-                        elif ready == stop:
-                            stopped = True
-                        else:
-                            # stdout: armed, or (disarmed) its writer gone:
-                            # epoll reports a hang-up whatever the mask.
-                            hangup = not self._armed
-                    if stopped:
-                        break
-                    if self._leased and not hangup and not self._lease_ended():
-                        continue  # still leased, or a leader reads
-                    with self._rlock:
-                        if not self._flush_replies() or not self._read_available():
-                            break
+                stopped = self._token.follow(self._flush_and_read)
         finally:
             self._stdout_done.set()
         if stopped or self._once.begun:
             return  # the session has already ended
-        if self._stdout_state is _TOO_LONG:
+        if self._lines.state is TOO_LONG:
             self._sink.terminate(frame_too_long(self._limits.max_frame_bytes))
         # stdout ended. Prefer the exit status when it follows promptly.
         elif self._child.exited.wait(EXIT_AFTER_EOF):
@@ -1052,10 +549,10 @@ class StdioTransport:
                 thread.join(THREAD_JOIN)
         # A caller still leading leaves as soon as it sees the end; take the
         # read token so that nobody polls a descriptor as it is closed.
-        if self._rlock.acquire(True, THREAD_JOIN):
+        if self._token.lock.acquire(True, THREAD_JOIN):
             try:
-                if self._stdout_state is _OPEN:
-                    self._stdout_state = _EOF
+                if self._lines.state is OPEN:
+                    self._lines.state = EOF
                 reader_gone = not self._alive(self._reader)
                 stderr_gone = not self._alive(self._stderr_reader)
                 if reader_gone and stderr_gone:
@@ -1065,7 +562,7 @@ class StdioTransport:
                         with contextlib.suppress(OSError):
                             stream.close()
             finally:
-                self._rlock.release()
+                self._token.lock.release()
         self._sink.transport_closed(self._tail.text())
 
     @staticmethod
