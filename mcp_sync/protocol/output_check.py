@@ -262,7 +262,7 @@ def _ticking(keyword: Keyword) -> Keyword:
     return ticking
 
 
-def _evaluated_keys(validator: Any, instance: Any, schema: Any, old: bool) -> set[str]:  # noqa: C901, PLR0912
+def _evaluated_keys(validator: Any, instance: Any, schema: Any, old: bool) -> set[str]:
     """The keys of ``instance`` that ``schema`` evaluates (what
     ``unevaluatedProperties`` leaves alone): jsonschema's rules for draft
     2020-12, or 2019-09 when ``old``, with patterns on RE2 and a set."""
@@ -270,57 +270,83 @@ def _evaluated_keys(validator: Any, instance: Any, schema: Any, old: bool) -> se
     if validator.is_type(schema, "boolean"):
         return set()
     keys: set[str] = set()
-
-    def follow(resolved: Any) -> None:
+    for resolved in _references(validator, schema, old):
         inner = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
         keys.update(_evaluated_keys(inner, instance, resolved.contents, old))
+    if old:
+        _own_keys_2019(validator, instance, schema, keys)
+    else:
+        _own_keys(validator, instance, schema, keys)
+    _pattern_keys(instance, schema, keys)
+    for subschema in _applied_subschemas(validator, instance, schema):
+        keys.update(_evaluated_keys(validator, instance, subschema, old))
+    return keys
 
-    # (validator._resolver: jsonschema's own helpers follow references this way.)
+
+def _references(validator: Any, schema: Any, old: bool) -> Iterator[Any]:
+    """What the schema's references resolve to, each looked up as it is
+    reached (validator._resolver: jsonschema's own helpers follow them this way)."""
     if schema.get("$ref") is not None:
-        follow(validator._resolver.lookup(schema["$ref"]))
+        yield validator._resolver.lookup(schema["$ref"])
     if old and "$recursiveRef" in schema:
         from referencing.jsonschema import lookup_recursive_ref
 
-        follow(lookup_recursive_ref(validator._resolver))
+        yield lookup_recursive_ref(validator._resolver)
     if not old and schema.get("$dynamicRef") is not None:
-        follow(validator._resolver.lookup(schema["$dynamicRef"]))
-    if old:
-        for word in ("properties", "additionalProperties", "unevaluatedProperties"):
-            value = schema.get(word)
-            if value is True:
-                keys.update(instance)
-            elif validator.is_type(value, "object"):
-                keys.update(key for key in value if key in instance)
-    else:
-        if validator.is_type(schema.get("properties"), "object"):
-            keys.update(key for key in schema["properties"] if key in instance)
-        for word in ("additionalProperties", "unevaluatedProperties"):
-            if (subschema := schema.get(word)) is not None:
-                for key, value in instance.items():
-                    if key not in keys and next(validator.descend(value, subschema), None) is None:
-                        keys.add(key)
-    if "patternProperties" in schema:
-        for patrn in schema["patternProperties"]:
-            compiled = server_pattern(patrn)
-            for key in instance:
-                _tick()
-                if key not in keys and _search(compiled, key):
+        yield validator._resolver.lookup(schema["$dynamicRef"])
+
+
+def _own_keys_2019(validator: Any, instance: Any, schema: Any, keys: set[str]) -> None:
+    """Draft 2019-09: keys named by the schema's own property keywords (all, for ``true``)."""
+    for word in ("properties", "additionalProperties", "unevaluatedProperties"):
+        value = schema.get(word)
+        if value is True:
+            keys.update(instance)
+        elif validator.is_type(value, "object"):
+            keys.update(key for key in value if key in instance)
+
+
+def _own_keys(validator: Any, instance: Any, schema: Any, keys: set[str]) -> None:
+    """Draft 2020-12: keys in ``properties``, and those the schema's
+    additional or unevaluated properties subschema accepts."""
+    if validator.is_type(schema.get("properties"), "object"):
+        keys.update(key for key in schema["properties"] if key in instance)
+    for word in ("additionalProperties", "unevaluatedProperties"):
+        if (subschema := schema.get(word)) is not None:
+            for key, value in instance.items():
+                if key not in keys and next(validator.descend(value, subschema), None) is None:
                     keys.add(key)
+
+
+def _pattern_keys(instance: Any, schema: Any, keys: set[str]) -> None:
+    """Keys matching one of the schema's ``patternProperties`` (on RE2)."""
+    if "patternProperties" not in schema:
+        return
+    for patrn in schema["patternProperties"]:
+        compiled = server_pattern(patrn)
+        for key in instance:
+            _tick()
+            if key not in keys and _search(compiled, key):
+                keys.add(key)
+
+
+def _applied_subschemas(validator: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """The subschemas of the schema's applicators that apply to ``instance``,
+    in jsonschema's order, each decided as it is reached."""
     for key, subschema in (schema.get("dependentSchemas") or {}).items():
         if key in instance:
-            keys.update(_evaluated_keys(validator, instance, subschema, old))
+            yield subschema
     for word in ("allOf", "oneOf", "anyOf"):
         for subschema in schema.get(word, ()):
             if next(validator.descend(instance, subschema), None) is None:
-                keys.update(_evaluated_keys(validator, instance, subschema, old))
+                yield subschema
     if "if" in schema:
         if validator.evolve(schema=schema["if"]).is_valid(instance):
-            keys.update(_evaluated_keys(validator, instance, schema["if"], old))
+            yield schema["if"]
             if "then" in schema:
-                keys.update(_evaluated_keys(validator, instance, schema["then"], old))
+                yield schema["then"]
         elif "else" in schema:
-            keys.update(_evaluated_keys(validator, instance, schema["else"], old))
-    return keys
+            yield schema["else"]
 
 
 # --------------------------------------------------------------------- validator classes
