@@ -15,9 +15,10 @@ host may narrow a flow with :meth:`Flow.narrow`; nothing can widen one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import os
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, overload
 
 from .protocol.catalog import CallToolResult, Tool, freeze, thaw
 from .protocol.errors import McpError
@@ -44,6 +45,15 @@ from .protocol.flow_declarations import (
     pattern_covers,
 )
 from .protocol.text import for_model
+
+if TYPE_CHECKING:
+    import httpx
+
+    from .auth._base import Auth, TokenProvider
+    from .protocol.limits import Limits
+    from .protocol.redaction import Diagnostics
+    from .session.handlers import Handlers
+    from .session.options import ConnectOptions, HttpConnectOptions, SseConnectOptions
 
 __all__ = [
     "Action",
@@ -592,18 +602,48 @@ class ConnectedFlows(FlowSource):
 
 
 def connect_and_project(
-    options: Any = None,
+    options: ConnectOptions | HttpConnectOptions | SseConnectOptions | None = None,
     /,
     *,
     name_prefix: str | None = None,
     include: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
-    **connect_options: Any,
+    server: str | None = None,
+    command: str | None = None,
+    args: Sequence[str] | None = None,
+    url: str | None = None,
+    transport: Literal["stdio", "http", "sse"] | None = None,
+    protocol: Literal["auto", "legacy", "modern"] | None = None,
+    protocol_version: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    inherit_env: bool | None = None,
+    bearer_token_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    allow_insecure_http: bool | None = None,
+    http_client: httpx.Client | None = None,
+    auth: Auth | TokenProvider | Callable[[], str] | None = None,
+    secrets: Collection[str] | None = None,
+    limits: Limits | None = None,
+    handshake_timeout_ms: int | None = None,
+    request_timeout_ms: int | None = None,
+    queue_capacity: int | None = None,
+    max_frame_bytes: int | None = None,
+    max_outbound_frame_bytes: int | None = None,
+    max_tools: int | None = None,
+    max_tool_name_bytes: int | None = None,
+    max_tool_document_bytes: int | None = None,
+    max_catalog_pages: int | None = None,
+    max_stderr_bytes: int | None = None,
+    handlers: Handlers | None = None,
+    diagnostics: Diagnostics | None = None,
+    auto_refresh: bool | None = None,
+    validate_output: bool | None = None,
 ) -> ConnectedFlows:
     """Connect a server and project its tools, checking the projection first.
 
-    ``options`` and ``connect_options`` are what :func:`mcp_sync.connect`
-    takes; a config entry's own ``namePrefix``/``include``/``exclude`` apply
+    ``options`` and the keywords after ``exclude`` are :func:`mcp_sync.connect`'s,
+    described there; a config entry's own ``namePrefix``/``include``/``exclude`` apply
     unless given here. The prefix (or the default ``mcp/<server>``) and the
     shape of ``include``/``exclude`` are checked *before* anything is
     spawned or dialled, so a bad projection raises :class:`ProjectionError`
@@ -618,13 +658,26 @@ def connect_and_project(
     prefix = name_prefix if name_prefix is not None else from_entry.get("name_prefix")
     wanted = include if include is not None else from_entry.get("include")
     dropped = exclude if exclude is not None else from_entry.get("exclude")
-    server = connect_options.get("server", getattr(options, "server", None))
+    if server is None:
+        server = getattr(options, "server", None)
     if prefix is not None:
         check_flow_name(prefix, what="name_prefix")
     elif isinstance(server, str) and server:
         check_flow_name(f"mcp/{server}", what="the default name prefix")
     kept, left_out = _names(wanted, "include"), _names(dropped, "exclude")
-    session = connect(options, **connect_options)
+    session = connect(
+        options, server=server, command=command, args=args, url=url, transport=transport,
+        protocol=protocol, protocol_version=protocol_version, cwd=cwd, env=env,
+        inherit_env=inherit_env, bearer_token_env=bearer_token_env, headers=headers,
+        allow_insecure_http=allow_insecure_http, http_client=http_client, auth=auth,
+        secrets=secrets, limits=limits, handshake_timeout_ms=handshake_timeout_ms,
+        request_timeout_ms=request_timeout_ms, queue_capacity=queue_capacity,
+        max_frame_bytes=max_frame_bytes, max_outbound_frame_bytes=max_outbound_frame_bytes,
+        max_tools=max_tools, max_tool_name_bytes=max_tool_name_bytes,
+        max_tool_document_bytes=max_tool_document_bytes, max_catalog_pages=max_catalog_pages,
+        max_stderr_bytes=max_stderr_bytes, handlers=handlers, diagnostics=diagnostics,
+        auto_refresh=auto_refresh, validate_output=validate_output,
+    )  # fmt: skip
     try:
         source = project(session, name_prefix=prefix, include=kept, exclude=left_out)
     except BaseException:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import _log
 from ..protocol.errors import InvalidOption, McpError, ProtocolError
@@ -16,79 +17,133 @@ from .core import _Core
 from .eras.negotiation import check_protocol, negotiate
 
 if TYPE_CHECKING:
+    import httpx
+
+    from ..auth._base import Auth, TokenProvider
     from .handlers import Handlers
-    from .options import ConnectOptions, HttpConnectOptions, Settings
+    from .option_checks import Checked, Settings
+    from .options import ConnectOptions, HttpConnectOptions, SseConnectOptions
 
 __all__ = ["connect", "connect_http"]
 
 
 def connect(
-    options: Any = None,
+    options: ConnectOptions | HttpConnectOptions | SseConnectOptions | None = None,
     /,
     *,
     server: str | None = None,
     command: str | None = None,
     args: Sequence[str] | None = None,
     url: str | None = None,
-    limits: Limits | None = None,
-    auth: Any = None,
-    handlers: Handlers | None = None,
-    protocol: str | None = None,
+    transport: Literal["stdio", "http", "sse"] | None = None,
+    protocol: Literal["auto", "legacy", "modern"] | None = None,
     protocol_version: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    inherit_env: bool | None = None,
+    bearer_token_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    allow_insecure_http: bool | None = None,
+    http_client: httpx.Client | None = None,
+    auth: Auth | TokenProvider | Callable[[], str] | None = None,
+    secrets: Collection[str] | None = None,
+    limits: Limits | None = None,
+    handshake_timeout_ms: int | None = None,
+    request_timeout_ms: int | None = None,
+    queue_capacity: int | None = None,
+    max_frame_bytes: int | None = None,
+    max_outbound_frame_bytes: int | None = None,
+    max_tools: int | None = None,
+    max_tool_name_bytes: int | None = None,
+    max_tool_document_bytes: int | None = None,
+    max_catalog_pages: int | None = None,
+    max_stderr_bytes: int | None = None,
+    handlers: Handlers | None = None,
     diagnostics: Diagnostics | None = None,
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
-    **more: Any,
 ) -> Session:
     """Start (or reach) an MCP server and return a ready :class:`Session`.
 
-    Give ``command`` (and ``args``) for a local server over stdio, or ``url``
-    for a remote one over Streamable HTTP (``auth``: an object from
-    :mod:`mcp_sync.auth`, for a server behind OAuth; ``transport="sse"``: the
-    deprecated HTTP+SSE transport of 2024-11-05). ``protocol`` chooses the era:
-    ``"auto"`` (the default) probes for a 2026-07-28 server and falls back to
-    the handshake, ``"legacy"`` only does the handshake, ``"modern"`` never
-    does; ``protocol_version`` pins one revision. ``options`` may be a
-    :class:`mcp_sync.config.ConnectOptions`, ``HttpConnectOptions`` or
-    ``SseConnectOptions``; keyword arguments override its fields. Blocks
-    until the era is settled and the catalog walk is done; on any failure
-    raises an :class:`McpError` and leaves nothing running.
+    Blocks until the era is settled and the catalog walk is done; on any
+    failure raises an :class:`McpError` and leaves nothing running. Every
+    invalid option raises :class:`InvalidOption` naming it before anything
+    starts. A keyword left at ``None`` is not given: it takes the field of
+    ``options`` or else its default.
 
-    ``handlers`` (a :class:`Handlers`) answers the server's requests
-    (elicitation, sampling, roots) and declares those capabilities;
-    ``auto_refresh=True`` refreshes the tool catalog on a library thread when
-    the server says it changed; ``validate_output=True`` checks each result's
-    ``structuredContent`` against the tool's ``outputSchema`` (needs the
-    ``validation`` extra).
+    ``options``: a :class:`mcp_sync.config.ConnectOptions`,
+    ``HttpConnectOptions`` or ``SseConnectOptions`` (a config entry); the
+    keywords that are not ``None`` override its fields.
 
-    ``limits`` (a :class:`Limits`, for instance one shared by several
-    servers) sets every bound at once; a limit also given as a keyword
-    argument (``max_frame_bytes=...``) overrides it.
+    The server and the protocol:
 
-    The other keywords are the fields of the options model:
+    - ``server``: the server's name, in messages and flow names (no ``/``).
+    - ``command`` and ``args``: a local server, started as a subprocess and
+      spoken to over stdio; or ``url``: a remote one over Streamable HTTP.
+      Exactly one of ``command`` and ``url``.
+    - ``transport``: ``"stdio"``, ``"http"`` or ``"sse"``; normally implied
+      by ``command`` or ``url``, ``"sse"`` chooses the deprecated HTTP+SSE
+      transport of 2024-11-05 for a ``url`` (the handshake era only).
+    - ``protocol``: the era; ``"auto"`` (the default) probes for a
+      2026-07-28 server and falls back to the handshake, ``"legacy"`` only
+      does the handshake, ``"modern"`` never does.
+    - ``protocol_version``: pin one of ``SUPPORTED_PROTOCOL_VERSIONS``.
 
-    - every transport: ``transport`` (``"stdio"``, ``"http"``, ``"sse"``),
-      the ten limits (``handshake_timeout_ms``, ``request_timeout_ms``,
-      ``queue_capacity``, ``max_frame_bytes``, ``max_outbound_frame_bytes``,
-      ``max_tools``, ``max_tool_name_bytes``, ``max_tool_document_bytes``,
-      ``max_catalog_pages``, ``max_stderr_bytes``) and ``secrets``, extra
-      values to mask in the diagnostic stderr tail (the values of ``env``
-      always are; a config entry passes the values its variables expanded
-      to);
-    - a command: ``cwd``, ``env`` (added to a small allowlist of the
-      parent's environment) and ``inherit_env=True`` (pass all of it);
-    - a URL: ``bearer_token_env`` (the variable holding a static token),
-      ``headers`` (static HTTP headers, private like the token),
-      ``allow_insecure_http`` and ``http_client`` (an ``httpx.Client``).
-      Credentials (a token or headers) are refused over plain ``http:`` to
-      a host that is not loopback unless ``allow_insecure_http=True``.
+    A command only:
 
-    Any other keyword, or one of another transport, raises
-    :class:`InvalidOption` naming it.
+    - ``cwd``: the child's working directory (a ``str`` or a path).
+    - ``env``: variables added to a small allowlist of the parent's
+      environment; ``inherit_env=True`` passes all of it.
+
+    A URL only:
+
+    - ``bearer_token_env``: the environment variable holding a static
+      bearer token, read when connecting.
+    - ``headers``: static HTTP headers sent with every request, private
+      like the token.
+    - ``allow_insecure_http``: credentials (a token or headers) are refused
+      over plain ``http:`` to a host that is not loopback unless ``True``.
+    - ``http_client``: an ``httpx.Client`` to send the requests with.
+    - ``auth``: OAuth for a Streamable HTTP server, an object from
+      :mod:`mcp_sync.auth` (or a callable returning a bearer token).
+
+    Private values:
+
+    - ``secrets``: extra values masked in the diagnostic stderr tail (the
+      values of ``env``, and what a config entry's variables expanded to,
+      always are).
+
+    The bounds (see :class:`Limits`): ``limits`` sets every bound at once
+    (one ``Limits`` may be shared by several servers); each limit given as a
+    keyword overrides it: ``handshake_timeout_ms``, ``request_timeout_ms``,
+    ``queue_capacity``, ``max_frame_bytes``, ``max_outbound_frame_bytes``,
+    ``max_tools``, ``max_tool_name_bytes``, ``max_tool_document_bytes``,
+    ``max_catalog_pages``, ``max_stderr_bytes`` (positive integers).
+
+    The session:
+
+    - ``handlers``: a :class:`Handlers` that answers the server's requests
+      (elicitation, sampling, roots) and declares those capabilities.
+    - ``diagnostics``: a callable given the server's stderr tail (redacted)
+      when the session ends badly.
+    - ``auto_refresh=True``: refresh the tool catalog on a library thread
+      when the server says it changed.
+    - ``validate_output=True``: check each result's ``structuredContent``
+      against the tool's ``outputSchema`` (needs the ``validation`` extra).
     """
     given = {
         "server": server, "command": command, "args": args, "url": url,
-        "protocol": protocol, "protocol_version": protocol_version, **more,
+        "transport": transport, "protocol": protocol, "protocol_version": protocol_version,
+        "cwd": cwd, "env": env, "inherit_env": inherit_env,
+        "bearer_token_env": bearer_token_env, "headers": headers,
+        "allow_insecure_http": allow_insecure_http, "http_client": http_client,
+        "secrets": secrets,
+        "handshake_timeout_ms": handshake_timeout_ms, "request_timeout_ms": request_timeout_ms,
+        "queue_capacity": queue_capacity, "max_frame_bytes": max_frame_bytes,
+        "max_outbound_frame_bytes": max_outbound_frame_bytes, "max_tools": max_tools,
+        "max_tool_name_bytes": max_tool_name_bytes,
+        "max_tool_document_bytes": max_tool_document_bytes,
+        "max_catalog_pages": max_catalog_pages, "max_stderr_bytes": max_stderr_bytes,
     }  # fmt: skip
     switches = {
         "limits": limits, "auth": auth, "handlers": handlers, "diagnostics": diagnostics,
@@ -96,15 +151,21 @@ def connect(
     }  # fmt: skip
     started = time.monotonic()
     try:
-        from .options import resolve  # pydantic: imported by the first connect
+        from .option_checks import plain_settings  # loaded by the first connect
 
-        settings = resolve(options, given, switches)
+        settings = plain_settings(given, switches) if options is None else None
+        if settings is None:
+            # A config entry, or a keyword the plain checks are not sure of:
+            # the models (pydantic) check it and word the error.
+            from .options import resolve
+
+            settings = resolve(options, given, switches)
         session = _start(settings)
     except McpError as exc:
         name = server if server is not None else getattr(options, "server", None)
         _log.connect_failed(name, exc, started)
         raise
-    _log.connected(session, "stdio" if hasattr(settings.options, "command") else "http", started)
+    _log.connected(session, "stdio" if settings.options.kind == "stdio" else "http", started)
     return session
 
 
@@ -114,22 +175,49 @@ def connect_http(
     url: str,
     bearer_token_env: str | None = None,
     headers: Mapping[str, str] | None = None,
-    auth: Any = None,
-    **kwargs: Any,
+    auth: Auth | TokenProvider | Callable[[], str] | None = None,
+    transport: Literal["http", "sse"] | None = None,
+    protocol: Literal["auto", "legacy", "modern"] | None = None,
+    protocol_version: str | None = None,
+    allow_insecure_http: bool | None = None,
+    http_client: httpx.Client | None = None,
+    secrets: Collection[str] | None = None,
+    limits: Limits | None = None,
+    handshake_timeout_ms: int | None = None,
+    request_timeout_ms: int | None = None,
+    queue_capacity: int | None = None,
+    max_frame_bytes: int | None = None,
+    max_outbound_frame_bytes: int | None = None,
+    max_tools: int | None = None,
+    max_tool_name_bytes: int | None = None,
+    max_tool_document_bytes: int | None = None,
+    max_catalog_pages: int | None = None,
+    max_stderr_bytes: int | None = None,
+    handlers: Handlers | None = None,
+    diagnostics: Diagnostics | None = None,
+    auto_refresh: bool | None = None,
+    validate_output: bool | None = None,
 ) -> Session:
-    """:func:`connect` to a Streamable HTTP server, optionally with static
-    ``headers``, ``auth`` (see :mod:`mcp_sync.auth`) or a static token from
-    ``bearer_token_env``; ``kwargs`` are :func:`connect`'s others."""
+    """:func:`connect` to a Streamable HTTP server at ``url``: its keywords
+    for a URL, each as :func:`connect` describes it (``headers``: static
+    HTTP headers; ``auth``: see :mod:`mcp_sync.auth`; ``bearer_token_env``:
+    the variable holding a static token)."""
     return connect(
         server=server, url=url, bearer_token_env=bearer_token_env, headers=headers, auth=auth,
-        **kwargs,
-    )
+        transport=transport, protocol=protocol, protocol_version=protocol_version,
+        allow_insecure_http=allow_insecure_http, http_client=http_client, secrets=secrets,
+        limits=limits, handshake_timeout_ms=handshake_timeout_ms,
+        request_timeout_ms=request_timeout_ms, queue_capacity=queue_capacity,
+        max_frame_bytes=max_frame_bytes, max_outbound_frame_bytes=max_outbound_frame_bytes,
+        max_tools=max_tools, max_tool_name_bytes=max_tool_name_bytes,
+        max_tool_document_bytes=max_tool_document_bytes, max_catalog_pages=max_catalog_pages,
+        max_stderr_bytes=max_stderr_bytes, handlers=handlers, diagnostics=diagnostics,
+        auto_refresh=auto_refresh, validate_output=validate_output,
+    )  # fmt: skip
 
 
 def _start(settings: Settings) -> Session:
     """Start the transport the options name and settle the era."""
-    from .options import ConnectOptions, SseConnectOptions
-
     options = settings.options
     try:
         mode, pinned = check_protocol(options.protocol, options.protocol_version)
@@ -137,10 +225,10 @@ def _start(settings: Settings) -> Session:
         raise _as_invalid(exc) from None
     if settings.validate_output:
         require_jsonschema()
-    if isinstance(options, ConnectOptions):
+    if options.kind == "stdio":
         return _negotiated(lambda: _stdio_core(settings, options), mode, pinned, http=False)
     http_options = _http_options(options)
-    if isinstance(options, SseConnectOptions):
+    if options.kind == "sse":
         if mode == "modern":
             raise InvalidOption(
                 "option transport=sse is the 2024-11-05 HTTP+SSE transport, "
@@ -175,7 +263,7 @@ def _core(settings: Settings) -> _Core:
     )
 
 
-def _stdio_core(settings: Settings, options: ConnectOptions) -> _Core:
+def _stdio_core(settings: Settings, options: Checked) -> _Core:
     from ..transports.process import spawn_of
     from ..transports.stdio import StdioTransport
 
@@ -197,7 +285,7 @@ def _stdio_core(settings: Settings, options: ConnectOptions) -> _Core:
     return core
 
 
-def _http_options(options: HttpConnectOptions) -> dict[str, Any]:
+def _http_options(options: Checked) -> dict[str, Any]:
     """The HTTP transports' keyword arguments: the token is read from its
     variable here, when connecting, never earlier."""
     from ..transports.http_options import check_http_options

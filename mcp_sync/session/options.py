@@ -21,10 +21,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeAlias
-from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -45,11 +43,11 @@ from pydantic.alias_generators import to_camel, to_snake
 
 from ..protocol.errors import InvalidOption
 from ..protocol.flow_declarations import ProjectionError, check_flow_name
-from ..protocol.limits import LIMIT_NAMES, STDIO_ONLY_LIMITS, Limits, check_limit
+from ..protocol.limits import LIMIT_NAMES, STDIO_ONLY_LIMITS, check_limit
 from ..protocol.secret import Text, TextSchema, reveal
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
 from ..transports.header_rules import check_headers, plain_http_refused
-from .handlers import Handlers
+from .option_checks import Checked, Kind, Settings, session_settings, url_problem
 
 __all__ = [
     "PROJECTION_FIELDS",
@@ -75,7 +73,6 @@ AnyText = Annotated[Text, TextSchema()]
 Texts = Annotated[Sequence[AnyText], AfterValidator(tuple)]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _MASK = "[REDACTED]"
 
 PROJECTION_FIELDS = frozenset({"include", "exclude", "name_prefix"})
@@ -363,24 +360,9 @@ class HttpConnectOptions(_Entry):
     @classmethod
     def _url(cls, value: Text) -> Text:
         # The value's shape is checked; the message never repeats it.
-        text = reveal(value)
-        if _CONTROL.search(text) or any(ch.isspace() for ch in text):
-            raise ValueError("must not contain whitespace or control characters")
-        try:
-            parts = urlsplit(text)
-            host = parts.hostname
-            has_userinfo = parts.username is not None or parts.password is not None
-            parts.port  # noqa: B018 - raises ValueError for a bad port
-        except ValueError:
-            raise ValueError("is not a valid URL") from None
-        if parts.scheme.lower() not in ("http", "https"):
-            raise ValueError("must be an absolute http: or https: URL")
-        if not host:
-            raise ValueError("must name a host")
-        if has_userinfo or "@" in parts.netloc:
-            raise ValueError(
-                "must not carry a user or password; name the token's variable in bearerTokenEnv"
-            )
+        problem = url_problem(reveal(value))
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("bearer_token_env")
@@ -472,19 +454,6 @@ _HTTP_ONLY = sorted(
 )
 
 
-@dataclass(frozen=True)
-class Settings:
-    """What :func:`mcp_sync.connect` was asked for, every option checked."""
-
-    options: ConnectOptions | HttpConnectOptions
-    limits: Limits
-    auth: Any
-    handlers: Handlers | None
-    diagnostics: Any
-    auto_refresh: bool
-    validate_output: bool
-
-
 def resolve(options: object, given: Mapping[str, Any], switches: Mapping[str, Any]) -> Settings:
     """Check every option of :func:`mcp_sync.connect` before anything starts.
 
@@ -497,14 +466,15 @@ def resolve(options: object, given: Mapping[str, Any], switches: Mapping[str, An
     auth = switches["auth"] if switches["auth"] is not None else merged.pop("auth", None)
     merged.pop("auth", None)
     model = _model(merged)
-    return Settings(
-        options=model,
-        limits=_limits(switches["limits"], model),
-        auth=_auth(auth, model),
-        handlers=_handlers(switches["handlers"]),
-        diagnostics=_callable("diagnostics", switches["diagnostics"]),
-        auto_refresh=_flag("auto_refresh", switches["auto_refresh"]),
-        validate_output=_flag("validate_output", switches["validate_output"]),
+    kind: Kind = (
+        "stdio"
+        if isinstance(model, ConnectOptions)
+        else "sse" if isinstance(model, SseConnectOptions) else "http"
+    )
+    return session_settings(
+        Checked.of(model, kind),
+        {name: getattr(model, name) for name in LIMIT_NAMES},
+        {**switches, "auth": auth},
     )
 
 
@@ -587,41 +557,3 @@ _SNAKE = {
     for name, info in model.model_fields.items()
     if info.alias
 }
-
-
-def _limits(limits: object, model: _Entry) -> Limits:
-    if limits is not None and not isinstance(limits, Limits):
-        raise InvalidOption("option limits must be an mcp_sync.Limits (made with Limits.create)")
-    base = limits.as_options() if limits is not None else {}
-    given = {name: getattr(model, name) for name in LIMIT_NAMES}
-    return Limits.create(**{**base, **{k: v for k, v in given.items() if v is not None}})
-
-
-def _auth(auth: object, model: _Entry) -> object:
-    if auth is None:
-        return None
-    if isinstance(model, SseConnectOptions):
-        raise InvalidOption("option auth applies to Streamable HTTP, not to transport=sse")
-    if not isinstance(model, HttpConnectOptions):
-        raise InvalidOption("option auth applies to an HTTP server (url), not to a command")
-    return auth
-
-
-def _handlers(handlers: object) -> Handlers | None:
-    if handlers is not None and not isinstance(handlers, Handlers):
-        raise InvalidOption("option handlers must be a mcp_sync.Handlers")
-    return handlers
-
-
-def _callable(name: str, value: object) -> object:
-    if value is not None and not callable(value):
-        raise InvalidOption(f"option {name} must be callable")
-    return value
-
-
-def _flag(name: str, value: object) -> bool:
-    if value is None:
-        return False
-    if type(value) is not bool:
-        raise InvalidOption(f"option {name} must be a bool")
-    return value
