@@ -7,7 +7,7 @@ import codecs
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import accumulate, compress, repeat
 from operator import eq, sub
 from typing import Any
@@ -417,6 +417,13 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
             pass  # not JSON to orjson (or a number it reads another way): the full rules decide
         else:
             return value if type(value) is dict and "jsonrpc" in value else None
+    return _decode_short_slow(line, costly)
+
+
+def _decode_short_slow(line: bytes, costly: bool) -> dict[str, Any] | None:
+    """:func:`decode_line` for a line of one slice that orjson did not
+    settle: one that might nest too deep (``costly``), holds a long run of
+    digits, or that orjson refused."""
     if not line.lstrip(_WHITESPACE).startswith(b"{"):
         return None  # not an object: noise, whatever else it holds
     try:
@@ -434,16 +441,28 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
                 pass
             else:
                 return value if type(value) is dict and "jsonrpc" in value else None
+    return _standard_message(text, lambda: _names_jsonrpc(text))
+
+
+def _names_jsonrpc(text: str) -> bool:
+    """Whether ``text``, read leniently (any number), is an object naming jsonrpc."""
+    try:
+        lenient = _lenient_parse(text)
+    except ValueError:
+        return False
+    return isinstance(lenient, dict) and "jsonrpc" in lenient
+
+
+def _standard_message(text: str, looks_like_message: Callable[[], bool]) -> dict[str, Any] | None:
+    """``text`` parsed by the standard parser, if it is a protocol message. A
+    number the rules refuse raises :class:`ProtocolError` when
+    ``looks_like_message()`` (the frame is noise otherwise)."""
     try:
         value = _loads(text)
     except json.JSONDecodeError:
         return None
     except ValueError as exc:  # a refused number
-        try:
-            lenient = _lenient_parse(text)
-        except ValueError:
-            return None
-        if isinstance(lenient, dict) and "jsonrpc" in lenient:
+        if looks_like_message():
             raise ProtocolError(str(exc)) from None
         return None
     if isinstance(value, dict) and "jsonrpc" in value:
@@ -468,6 +487,11 @@ def _decode_long(line: bytes) -> dict[str, Any] | None:
         if _over_bounds(line, found):
             return None
         long_number = found.long_number
+
+    def top_member() -> bool:
+        # Whether its top-level object names jsonrpc (profiled once, when asked).
+        return (found or _profile(line, values_bound=True)).top_member
+
     if not long_number and _fast_loads is not None:
         try:
             value = _fast_loads(line)
@@ -476,7 +500,7 @@ def _decode_long(line: bytes) -> dict[str, Any] | None:
             if refused is None:
                 return None  # not JSON to either parser
             if refused:
-                if (found or _profile(line, values_bound=True)).top_member:
+                if top_member():
                     raise ProtocolError(refused) from None
                 return None
             # Else the standard parser decides.
@@ -486,17 +510,7 @@ def _decode_long(line: bytes) -> dict[str, Any] | None:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    try:
-        value = _loads(text)
-    except json.JSONDecodeError:
-        return None
-    except ValueError as exc:  # a refused number: a message if it looks like one
-        if (found or _profile(line, values_bound=True)).top_member:
-            raise ProtocolError(str(exc)) from None
-        return None
-    if isinstance(value, dict) and "jsonrpc" in value:
-        return value
-    return None
+    return _standard_message(text, top_member)
 
 
 def _over_bounds(line: bytes, found: _Profile) -> bool:
