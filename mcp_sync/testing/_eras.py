@@ -147,20 +147,31 @@ class EraGate:
         """Serve a modern request, or refuse one from the wrong era. False:
         the legacy code serves it."""
         era = self.era_of(method, params)
-        server = self.server
         if era == "legacy":
-            if (self.mode == "dual" and not self.per_request and method != "initialize"
-                    and has_modern_meta(params)):
-                server.error(rid, -32600, "this connection serves the handshake era")
-                return True
-            return False
+            return self.refused_on_legacy(rid, method, params)
         if method == "initialize":
             self.refuse(rid, str(params.get("protocolVersion")))
             return True
+        if self.refused_version(rid, params) or self.answered_modern(rid, method, params):
+            return True
+        with self.lock:
+            self.modern_ids.add(rid)
+        return False  # tools/list, tools/call, the rest: the shared code, stamped
+
+    def refused_on_legacy(self, rid: object, method: str, params: dict[str, Any]) -> bool:
+        """A modern request on a connection locked to the handshake era: refused."""
+        if (self.mode == "dual" and not self.per_request and method != "initialize"
+                and has_modern_meta(params)):
+            self.server.error(rid, -32600, "this connection serves the handshake era")
+            return True
+        return False
+
+    def refused_version(self, rid: object, params: dict[str, Any]) -> bool:
+        """Refuse a request without the modern _meta, or of a version not served."""
         meta = params.get("_meta")
         if not (isinstance(meta, dict) and isinstance(meta.get(META_VERSION), str)
                 and isinstance(meta.get(META_CAPABILITIES), dict)):
-            server.error(rid, -32602, "Invalid params: missing _meta protocolVersion or clientCapabilities")
+            self.server.error(rid, -32602, "Invalid params: missing _meta protocolVersion or clientCapabilities")
             return True
         version = meta[META_VERSION]
         if self.version_loop:
@@ -170,6 +181,11 @@ class EraGate:
             self.refuse_first = False
             self.refuse(rid, version)
             return True
+        return False
+
+    def answered_modern(self, rid: object, method: str, params: dict[str, Any]) -> bool:
+        """Answer what only the modern era has (discovery, its refusals, the input tools)."""
+        server = self.server
         if method == "server/discover":
             server.reply(rid, {
                 "resultType": "complete",
@@ -189,13 +205,8 @@ class EraGate:
             return True
         if method == "tools/call" and self.input_tool(rid, params):
             return True
-        if method in ("prompts/get", "resources/read") and self.server.opt.input_tools and self.input_read(
-            rid, method, params
-        ):
-            return True
-        with self.lock:
-            self.modern_ids.add(rid)
-        return False  # tools/list, tools/call, the rest: the shared code, stamped
+        reads = method in ("prompts/get", "resources/read") and self.server.opt.input_tools
+        return bool(reads) and self.input_read(rid, method, params)
 
     def capabilities(self) -> Any:
         """What ``server/discover`` offers: the handshake era's capabilities,
