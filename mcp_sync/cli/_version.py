@@ -13,8 +13,6 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .._identity import foreign_install
-
 __all__ = ["DISTRIBUTION", "version_report"]
 
 DISTRIBUTION = "mcp-sync-client"
@@ -25,6 +23,9 @@ def version_report(module: ModuleType | None = None) -> tuple[str, list[str]]:
     """``(line, warnings)``: the version line for stdout, and one warning per
     sign that the ``mcp_sync`` module is not (only) this project's."""
     from importlib import metadata
+
+    # importlib.metadata costs every other command some 20 ms: loaded here.
+    from .._identity import foreign_install
 
     if module is None:
         module = importlib.import_module(MODULE)

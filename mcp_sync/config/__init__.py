@@ -19,8 +19,9 @@ token). A value that took anything from the environment is held as a
 is rendered, and only the transport reveals it, when it spawns the server
 or sends a request; the session masks those values in its diagnostics.
 
-This module imports pydantic; ``import mcp_sync`` does not import it. The
-package holds the file formats (``formats``), the variables (``variables``)
+``import mcp_sync`` does not import pydantic, nor does importing this
+package: the option models (and pydantic) load with the first entry read or
+the first use of a model's name. The package holds the file formats (``formats``), the variables (``variables``)
 and where each client keeps its file (``locations``); it sits above the
 session layer (the option models it validates entries with are
 ``mcp_sync.session.options``, which ``connect()`` uses too).
@@ -30,28 +31,48 @@ from __future__ import annotations
 
 import json
 import os
+import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ValidationError
 
 from ..protocol.errors import ConfigError, InvalidInput
 from ..protocol.frames import json_depth
 from ..protocol.limits import MAX_JSON_DEPTH, STDIO_ONLY_LIMITS
 from ..protocol.secret import Secret
-from ..session.options import (
-    PYTHON_ONLY_FIELDS,
-    ConnectOptions,
-    FieldError,
-    HttpConnectOptions,
-    ServerEntry,
-    SseConnectOptions,
-    problem_of,
-)
 from .formats import EntryProblem, RawEntry, document_format, entries, normalise
 from .locations import CLIENTS, candidates, select_servers
 from .variables import VariableError, expand_text
+
+if typing.TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..session.options import (
+        ConnectOptions,
+        HttpConnectOptions,
+        ServerEntry,
+        SseConnectOptions,
+    )
+
+# The option models (and pydantic) load with the first entry read or the
+# first use of one of these names: `mcp-sync --version` and the parser,
+# which need only CLIENTS, start without them. (Outside type checking: mypy
+# sees the imports above.)
+_MODELS = frozenset({"ConnectOptions", "HttpConnectOptions", "ServerEntry", "SseConnectOptions"})
+
+if not typing.TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        if name not in _MODELS:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from ..session import options
+
+        value = getattr(options, name)
+        globals()[name] = value  # the next lookup finds it without coming here
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_MODELS})
 
 __all__ = [
     "CLIENTS",
@@ -216,6 +237,10 @@ def _entry(
     if not has_command and not has_url:
         raise fail("is required (or url, for an HTTP server)", "command")
     item = _expanded(item, environ, fail)
+    from pydantic import ValidationError
+
+    from ..session.options import problem_of
+
     try:
         entry = model.model_validate(item)
     except ValidationError as exc:
@@ -258,6 +283,8 @@ def _expanded(
 
 
 def _model_of(item: Mapping[str, Any], has_url: bool) -> type[ServerEntry]:
+    from ..session.options import ConnectOptions, HttpConnectOptions, SseConnectOptions
+
     if not has_url:
         return ConnectOptions
     return SseConnectOptions if item.get("type") == "sse" else HttpConnectOptions
@@ -265,6 +292,8 @@ def _model_of(item: Mapping[str, Any], has_url: bool) -> type[ServerEntry]:
 
 def _file_fields(model: type[BaseModel], *, http: bool) -> dict[str, str]:
     """The camelCase names a file may use for ``model``, to the field names."""
+    from ..session.options import PYTHON_ONLY_FIELDS
+
     left_out = PYTHON_ONLY_FIELDS | (STDIO_ONLY_LIMITS if http else frozenset())
     return {
         info.alias or name: name
@@ -278,6 +307,8 @@ def _unknown_key(
 ) -> tuple[str, str] | None:
     """The problem and field of the first key the file may not use, if any.
     The file speaks camelCase only; the snake_case names are for Python."""
+    from ..session.options import HttpConnectOptions
+
     aliases = _file_fields(model, http=has_url)
     for key in item:
         if key in aliases:
@@ -297,6 +328,8 @@ def _shown_key(key: str) -> str:
 
 
 def _location(error: Any) -> str:
+    from ..session.options import FieldError
+
     cause = (error.get("ctx") or {}).get("error")
     if isinstance(cause, FieldError):
         return cause.field
