@@ -430,3 +430,31 @@ def test_an_audit_hook_that_refuses_ctypes_gets_the_os_functions() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_the_plain_path_is_forced_by_its_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # MCP_SYNC_PLAIN_STDIO=1: what systems without epoll run (a blocking
+    # reader thread reads every reply; callers never read for themselves),
+    # with the os functions in place of ctypes. Calls from many threads are
+    # still all answered.
+    from mcp_sync.transports import fdio as _fdio
+
+    monkeypatch.setenv("MCP_SYNC_PLAIN_STDIO", "1")
+    with connect_fake() as session:
+        transport: Any = session._core.transport
+        assert transport._epoll is None and transport.leader is transport
+        assert transport._stdin._write is _fdio.plain_write
+        assert transport._lines.read is os.read
+        answers: list[bool] = []
+
+        def caller(index: int) -> None:
+            for n in range(20):
+                message = f"{index}-{n}"
+                answers.append(session.call_tool("echo", {"message": message}).content[0]["text"] == message)
+
+        threads = [threading.Thread(target=caller, args=(i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert answers == [True] * 160
