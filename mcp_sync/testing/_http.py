@@ -133,23 +133,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
-        fake = self.server.fake
-        try:
-            message = json.loads(body)
-        except ValueError:
-            self._json(400, {"jsonrpc": "2.0", "id": None,
-                             "error": {"code": -32700, "message": "Parse error"}})
-            return
-        if not isinstance(message, dict):
-            self._json(400, {"jsonrpc": "2.0", "id": None,
-                             "error": {"code": -32600, "message": "Invalid Request"}})
+        message = self._read_message(body)
+        if message is None:
             return
         self._log_headers(message)
         method = message.get("method")
         params = message.get("params") or {}
         modern = (
             isinstance(method, str)
-            and fake.eras.era_of(method, params) == "modern"
+            and self.server.fake.eras.era_of(method, params) == "modern"
             and has_modern_meta(params)
         )
         if modern and "id" in message:
@@ -162,16 +154,34 @@ class _Handler(BaseHTTPRequestHandler):
         exchange = _Exchange(self, message.get("id"))
         out.begin(exchange)
         try:
-            fake.handle_line(body)
+            self.server.fake.handle_line(body)
         finally:
             out.end()
         if exchange.streaming:
             self.chunk(b"")  # the last chunk: the stream ends after the reply
             return
-        frames = exchange.frames
         if "id" not in message or "method" not in message:
             self._send(202, b"")  # a notification, or the client's reply to a request of ours
             return
+        self._answer(message, exchange.frames, modern)
+
+    def _read_message(self, body: bytes) -> dict[str, Any] | None:
+        """The posted JSON object, or None once a 400 has answered it."""
+        try:
+            message = json.loads(body)
+        except ValueError:
+            self._json(400, {"jsonrpc": "2.0", "id": None,
+                             "error": {"code": -32700, "message": "Parse error"}})
+            return None
+        if not isinstance(message, dict):
+            self._json(400, {"jsonrpc": "2.0", "id": None,
+                             "error": {"code": -32600, "message": "Invalid Request"}})
+            return None
+        return message
+
+    def _answer(self, message: dict[str, Any], frames: list[bytes], modern: bool) -> None:
+        """Send what the fake server wrote for a request: its reply as JSON,
+        or with what came before it as an event stream."""
         replies = [json.loads(frame) for frame in frames]
         final = next((r for r in replies if "method" not in r and r.get("id") == message["id"]), None)
         if final is None:
@@ -210,6 +220,10 @@ class _Handler(BaseHTTPRequestHandler):
         name = headers.get("Mcp-Name")
         if name is None or _decoded(name) != params.get("name"):
             return "Mcp-Name does not match params.name"
+        return self._param_mismatch(params)
+
+    def _param_mismatch(self, params: dict[str, Any]) -> str | None:
+        """Check the Mcp-Param-* headers against the arguments the tool's schema marks with x-mcp-header."""
         tool = next((t for t in self.server.fake.tools if t.get("name") == params.get("name")), None)
         arguments = params.get("arguments") or {}
         properties = ((tool or {}).get("inputSchema") or {}).get("properties") or {}
@@ -217,7 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
             declared = schema.get("x-mcp-header") if isinstance(schema, dict) else None
             if not isinstance(declared, str):
                 continue
-            sent = headers.get(f"Mcp-Param-{declared}")
+            sent = self.headers.get(f"Mcp-Param-{declared}")
             value = arguments.get(prop)
             if value is None and sent is not None:
                 return f"Mcp-Param-{declared} sent for an absent argument"
