@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .auth._base import Auth, TokenProvider
     from .protocol.limits import Limits
     from .protocol.redaction import Diagnostics
+    from .protocol.secret import Secret
     from .session.handlers import Handlers
     from .session.options import ConnectOptions, HttpConnectOptions, SseConnectOptions
 
@@ -609,17 +610,17 @@ def connect_and_project(
     include: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
     server: str | None = None,
-    command: str | None = None,
-    args: Sequence[str] | None = None,
-    url: str | None = None,
+    command: str | Secret | None = None,
+    args: Sequence[str | Secret] | None = None,
+    url: str | Secret | None = None,
     transport: Literal["stdio", "http", "sse"] | None = None,
     protocol: Literal["auto", "legacy", "modern"] | None = None,
     protocol_version: str | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
+    cwd: str | Secret | os.PathLike[str] | None = None,
+    env: Mapping[str, str | Secret] | None = None,
     inherit_env: bool | None = None,
     bearer_token_env: str | None = None,
-    headers: Mapping[str, str] | None = None,
+    headers: Mapping[str, str | Secret] | None = None,
     allow_insecure_http: bool | None = None,
     http_client: httpx.Client | None = None,
     auth: Auth | TokenProvider | Callable[[], str] | None = None,

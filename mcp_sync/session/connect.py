@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import httpx
 
     from ..auth._base import Auth, TokenProvider
+    from ..protocol.secret import Secret
     from .handlers import Handlers
     from .option_checks import Checked, Settings
     from .options import ConnectOptions, HttpConnectOptions, SseConnectOptions
@@ -32,17 +33,17 @@ def connect(
     /,
     *,
     server: str | None = None,
-    command: str | None = None,
-    args: Sequence[str] | None = None,
-    url: str | None = None,
+    command: str | Secret | None = None,
+    args: Sequence[str | Secret] | None = None,
+    url: str | Secret | None = None,
     transport: Literal["stdio", "http", "sse"] | None = None,
     protocol: Literal["auto", "legacy", "modern"] | None = None,
     protocol_version: str | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
+    cwd: str | Secret | os.PathLike[str] | None = None,
+    env: Mapping[str, str | Secret] | None = None,
     inherit_env: bool | None = None,
     bearer_token_env: str | None = None,
-    headers: Mapping[str, str] | None = None,
+    headers: Mapping[str, str | Secret] | None = None,
     allow_insecure_http: bool | None = None,
     http_client: httpx.Client | None = None,
     auth: Auth | TokenProvider | Callable[[], str] | None = None,
@@ -172,9 +173,9 @@ def connect(
 def connect_http(
     *,
     server: str,
-    url: str,
+    url: str | Secret,
     bearer_token_env: str | None = None,
-    headers: Mapping[str, str] | None = None,
+    headers: Mapping[str, str | Secret] | None = None,
     auth: Auth | TokenProvider | Callable[[], str] | None = None,
     transport: Literal["http", "sse"] | None = None,
     protocol: Literal["auto", "legacy", "modern"] | None = None,
