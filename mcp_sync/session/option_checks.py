@@ -141,32 +141,35 @@ def plain_settings(given: Mapping[str, Any], switches: Mapping[str, Any]) -> Set
 
 def _plain(given: Mapping[str, Any]) -> Checked | None:
     fields = {key: value for key, value in given.items() if value is not None}
-    transport = fields.pop("transport", None)
-    kind: Kind
-    if "command" in fields and "url" not in fields and transport in (None, "stdio"):
-        kind, keys = "stdio", _STDIO_KEYS
-    elif "url" in fields and "command" not in fields and transport in (None, "http", "sse"):
-        kind, keys = ("sse" if transport == "sse" else "http"), _HTTP_KEYS
-    else:
-        return None
-    allowed = keys | {"server", "protocol", "protocol_version", "secrets", *LIMIT_NAMES}
-    if not fields.keys() <= allowed:
-        return None
-    server = fields.get("server")
-    if not (
-        _server_ok(server)
-        and _one_of(fields.get("protocol"), ("auto", "legacy", "modern"))
-        and _one_of(fields.get("protocol_version"), SUPPORTED_PROTOCOL_VERSIONS)
-        and all(_limit_ok(fields.get(name)) for name in LIMIT_NAMES)
-    ):
+    kind = _kind(fields, fields.pop("transport", None))
+    if kind is None or not _common_ok(fields, _STDIO_KEYS if kind == "stdio" else _HTTP_KEYS):
         return None
     secrets = _secrets(fields.get("secrets"))
     values = _stdio(fields) if kind == "stdio" else _http(fields)
     if secrets is False or values is None:
         return None
-    assert isinstance(server, str)
-    return Checked(
-        kind, server, fields.get("protocol"), fields.get("protocol_version"), secrets, **values
+    server, protocol, version = fields["server"], fields.get("protocol"), fields.get("protocol_version")
+    return Checked(kind, server, protocol, version, secrets, **values)
+
+
+def _kind(fields: Mapping[str, Any], transport: object) -> Kind | None:
+    """The transport ``fields`` plainly name, if they do."""
+    if "command" in fields and "url" not in fields and transport in (None, "stdio"):
+        return "stdio"
+    if "url" in fields and "command" not in fields and transport in (None, "http", "sse"):
+        return "sse" if transport == "sse" else "http"
+    return None
+
+
+def _common_ok(fields: Mapping[str, Any], keys: frozenset[str]) -> bool:
+    """Only options of this transport, and the ones every transport has are plainly right."""
+    allowed = keys | {"server", "protocol", "protocol_version", "secrets", *LIMIT_NAMES}
+    return (
+        fields.keys() <= allowed
+        and _server_ok(fields.get("server"))
+        and _one_of(fields.get("protocol"), ("auto", "legacy", "modern"))
+        and _one_of(fields.get("protocol_version"), SUPPORTED_PROTOCOL_VERSIONS)
+        and all(_limit_ok(fields.get(name)) for name in LIMIT_NAMES)
     )
 
 
