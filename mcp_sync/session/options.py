@@ -2,18 +2,21 @@
 
 :class:`ConnectOptions` (a command over stdio), :class:`HttpConnectOptions`
 (Streamable HTTP) and :class:`SseConnectOptions` (the 2024-11-05 HTTP+SSE
-transport) are what a config entry decodes to and what
-:func:`mcp_sync.connect` validates its keywords into (:func:`resolve`), so
-each rule on an option is written once, here. Their fields take the
-snake_case names in Python and the camelCase names in a file; the ten limits
-are not spelled here but derived from :class:`mcp_sync.Limits`.
+transport) are what a config entry decodes to, and what
+:func:`mcp_sync.connect` validates ``options=`` and any keyword the plain
+checks of :mod:`.option_checks` are unsure of into (:func:`resolve`), so
+each rule on an option, and the words of its error, are written here. Their
+fields take the snake_case names in Python and the camelCase names in a
+file; the ten limits are not spelled here but derived from
+:class:`mcp_sync.Limits`.
 
 A rule broken in Python raises :class:`InvalidOption` naming the option
 (``option max_tools must be ...``); the config loader reports the same rule
 as a field of its file (``config``).
 
-This module imports pydantic; ``import mcp_sync`` does not import it, the
-first :func:`~mcp_sync.connect` does.
+This module imports pydantic; neither ``import mcp_sync`` nor a connect
+with keyword options imports it (tests/test_connect_typed.py checks that
+the plain checks accept exactly what these models accept).
 """
 
 from __future__ import annotations
