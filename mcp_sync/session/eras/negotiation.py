@@ -98,11 +98,10 @@ from ...protocol.versions import (
 )
 from .handshake import LegacyEra
 from .modern import ModernEra, NoCommonVersion, versions_refused
+from .race import Attempt, answered, process_busy
 
 if TYPE_CHECKING:
-    from ...transports.contract import Outbound, Transport
     from ..core import _Core
-    from ..pending import _Watched
 
 __all__ = [
     "HTTP_PROBE_GRACE_MS",
@@ -473,101 +472,6 @@ def _raise_unless_repairable(core: _Core, http: bool) -> None:
 # ------------------------------------------------------------------ the race
 
 
-class _Attempt:
-    """One opening request (the probe or the handshake) waited for on a
-    daemon thread of its own, so that the other can be sent while it is
-    out. It is the request's :class:`~._pending.Watch`: its wait ends with
-    the reply, at its deadline, or when the race is decided without it."""
-
-    __slots__ = ("_cond", "_thread", "crash", "deadline", "done", "error", "result", "sent", "stopped")
-
-    def __init__(self, cond: threading.Condition, name: str, deadline: float,
-                 send: Callable[[_Attempt], Any]) -> None:
-        self._cond = cond
-        self.deadline = deadline
-        self.stopped = False
-        self.sent = False  # written, or queued for the writer
-        self.done = False
-        self.result: Any = None
-        self.error: McpError | None = None
-        self.crash: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(send,), name=name, daemon=True)
-        self._thread.start()
-
-    def _run(self, send: Callable[[_Attempt], Any]) -> None:
-        result: Any = None
-        error: McpError | None = None
-        crash: BaseException | None = None
-        try:
-            result = send(self)
-        except McpError as exc:
-            error = exc.with_traceback(None)
-        except BaseException as exc:  # a bug: raised again in the negotiating thread
-            crash = exc
-        with self._cond:
-            self.result, self.error, self.crash, self.done = result, error, crash, True
-            self._cond.notify_all()
-
-    def stop(self) -> None:
-        """Stop waiting for the reply (it is dropped when it comes)."""
-        with self._cond:
-            self.stopped = True
-            self._cond.notify_all()
-
-    def join(self) -> None:
-        self._thread.join()
-
-    # ------------------------------------------------------------ Watch
-
-    def wake(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
-
-    def retry(self) -> None:
-        """Nothing to reset: the probe's one retry (after -32022) has the same deadline."""
-
-    def follow(self, entry: _Watched, transport: Transport, item: Outbound, timeout: float) -> bool:
-        # Replies are read by the transport's own threads: this thread only waits.
-        if not transport.send(item, timeout):
-            return False
-        with self._cond:
-            self.sent = True
-            self._cond.notify_all()
-            while not entry.done() and not self.stopped:
-                remaining = self.deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(min(remaining, threading.TIMEOUT_MAX))
-        return entry.done()
-
-
-def _busy(pid: int) -> bool:
-    """Whether a thread of process ``pid`` is running or waiting for a CPU
-    (Linux ``/proc``; False when that cannot be read)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return False
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        end = stat.rfind(b")")  # the name may hold spaces and parentheses
-        if stat[end + 2 : end + 3] == b"R":
-            return True
-    return False
-
-
-def _answered(attempt: _Attempt | None) -> bool:
-    """Whether the server answered this attempt's request (a result or a
-    JSON-RPC error), rather than the session ending or the wait stopping."""
-    if attempt is None or not attempt.done:
-        return False
-    return attempt.error is None or isinstance(attempt.error, (RemoteError, NoCommonVersion))
-
-
 class _Race:
     """``auto`` without a remembered era: the probe, then (if it goes
     unanswered after the server has read it) the handshake as well; the
@@ -584,8 +488,8 @@ class _Race:
         # each attempt's thread waits on it for its reply or its stop.
         self.cond = threading.Condition(threading.Lock())
         self.refused = False  # the probe was answered with an error with a null id
-        self.probe: _Attempt | None = None
-        self.handshake: _Attempt | None = None
+        self.probe: Attempt | None = None
+        self.handshake: Attempt | None = None
 
     def run(self) -> ServerInfo:
         core = self.core
@@ -620,10 +524,10 @@ class _Race:
             self.cond.notify_all()
         return True
 
-    def _start(self, name: str, send: Callable[[_Attempt], Any]) -> _Attempt:
-        return _Attempt(self.cond, f"mcp_sync-{self.core.server}-{name}", self.deadline, send)
+    def _start(self, name: str, send: Callable[[Attempt], Any]) -> Attempt:
+        return Attempt(self.cond, f"mcp_sync-{self.core.server}-{name}", self.deadline, send)
 
-    def _send_probe(self, watch: _Attempt) -> Any:
+    def _send_probe(self, watch: Attempt) -> Any:
         budget = f"handshake_timeout_ms={self.core.limits.handshake_timeout_ms}"
         server = self.core.server
         return self.modern.request(
@@ -632,7 +536,7 @@ class _Race:
             cancellable=False, watch=watch,
         )  # fmt: skip
 
-    def _send_handshake(self, watch: _Attempt) -> Any:
+    def _send_handshake(self, watch: Attempt) -> Any:
         core = self.core
         budget = f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
         return self.legacy.request(
@@ -643,7 +547,7 @@ class _Race:
             cancellable=False, watch=watch,
         )  # fmt: skip
 
-    def _phase_one(self, probe: _Attempt, unread: Callable[[], int | None] | None,
+    def _phase_one(self, probe: Attempt, unread: Callable[[], int | None] | None,
                    grace: float, read_by: float) -> float | None:
         """The probe alone, until it is answered or has gone unanswered for
         ``grace`` after the server read it (and stopped being busy, for at
@@ -654,7 +558,7 @@ class _Race:
         pid = getattr(self.core.transport, "pid", None) if unread is not None else None
         busy: Callable[[], bool] | None = None
         if isinstance(pid, int) and os.path.isdir(f"/proc/{pid}/task"):
-            busy = functools.partial(_busy, pid)
+            busy = functools.partial(process_busy, pid)
         # Phase one: the probe alone, until it is answered or has gone
         # unanswered for the grace period after the server read it.
         with self.cond:
@@ -806,7 +710,7 @@ class _Race:
             if self.http or error.code != UNSUPPORTED_PROTOCOL_VERSION:
                 raise error
             raise _Fresh
-        if core.terminal is not None and not _answered(self.probe):
+        if core.terminal is not None and not answered(self.probe):
             # The session ended with the probe unanswered: the server may
             # have exited on reading it (an SDK 1.x server does).
             _raise_unless_repairable(core, self.http)
