@@ -11,7 +11,6 @@ runs in a Python process of its own.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import subprocess
@@ -164,11 +163,10 @@ def test_a_hook_refusing_ctypes_after_the_first_calls_switches_to_os() -> None:
 @pytest.mark.parametrize(
     ("refuse", "operation"),
     [
-        # Load, buffers and epoll changes all pass: the first read to find
+        # Load and buffers pass: the first read to find
         # stdout empty (during the handshake) is refused after read(2) failed.
         ("ctypes.get_errno", "read"),
         ("ctypes.cdata/buffer", "read buffer"),  # the reader's buffer, at connect
-        ("ctypes.dlsym:epoll_ctl", "epoll_ctl lookup"),  # the reader's epoll, at connect
         ("ctypes.dlopen", "loading libc"),
         ("ctypes.*", "loading libc"),
     ],
@@ -262,33 +260,5 @@ def test_a_reader_refused_mid_stream_loses_and_repeats_nothing(fdio: Any, monkey
         with pytest.raises(BlockingIOError):
             read(r, 64)
     finally:
-        os.close(r)
-        os.close(w)
-
-
-@pytest.mark.skipif(not hasattr(os, "uname") or os.uname().machine != "x86_64", reason="epoll_ctl fast path: x86-64")
-def test_a_refused_epoll_change_is_made_by_epoll_modify(fdio: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import select
-
-    r, w = os.pipe()
-    epoll = select.epoll()
-    try:
-        epoll.register(r, select.EPOLLIN)
-        modify = fdio.held_modify(epoll)
-        assert modify != epoll.modify
-        os.write(w, b"x")
-        modify(r, 0)  # through libc
-        assert epoll.poll(0) == []
-        monkeypatch.setattr(fdio, "_libc", _Refusing())
-        refusing = fdio.held_modify(epoll)  # set up, then refused at the call
-        assert refusing != epoll.modify
-        refusing(r, select.EPOLLIN)
-        assert epoll.poll(0) == [(r, select.EPOLLIN)]
-        assert fdio._libc is False
-        with pytest.raises(FileNotFoundError) as raised:  # epoll.modify's own error
-            modify(w, select.EPOLLIN)
-        assert raised.value.errno == errno.ENOENT
-    finally:
-        epoll.close()
         os.close(r)
         os.close(w)

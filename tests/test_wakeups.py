@@ -2,15 +2,13 @@
 entry's lock; a frame queued while stdin is busy leaves with the holder of
 stdin, never through a hand-off to the writer thread; waiting opens no
 descriptor and works in a forked child; callers' pipe reads and writes keep
-the GIL and behave as the os functions do (which stand in without ctypes), and
-so do stdout's epoll changes."""
+the GIL and behave as the os functions do (which stand in without ctypes)."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import gc
 import os
-import select
 import subprocess
 import sys
 import threading
@@ -350,43 +348,12 @@ def test_the_gil_keeping_pipe_io_behaves_as_os_reads_and_writes(tmp_path: Path) 
         os.close(folder)
 
 
-def test_the_gil_keeping_epoll_change_behaves_as_epoll_modify() -> None:
-    import select
-
-    from mcp_sync.transports import fdio as _fdio
-
-    epoll = select.epoll()
-    r, w = os.pipe()
-    try:
-        modify = _fdio.held_modify(epoll)
-        if sys.platform.startswith("linux") and os.uname().machine == "x86_64":
-            assert modify != epoll.modify  # libc's epoll_ctl, through ctypes
-        epoll.register(r, select.EPOLLIN)
-        os.write(w, b"x")
-        assert epoll.poll(0) == [(r, select.EPOLLIN)]
-        modify(r, 0)  # disarmed: the data waits, nothing is reported
-        assert epoll.poll(0) == []
-        modify(r, select.EPOLLIN)  # armed again: reported with its own fd
-        assert epoll.poll(0) == [(r, select.EPOLLIN)]
-        with pytest.raises(FileNotFoundError):  # not registered: epoll.modify's own error
-            modify(w, select.EPOLLIN)
-    finally:
-        epoll.close()
-        os.close(r)
-        os.close(w)
-    with pytest.raises(ValueError, match="closed"):  # a closed epoll is refused, never its old number used
-        modify(r, select.EPOLLIN)
-
-
 def test_without_ctypes_the_os_functions_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp_sync.transports import fdio as _fdio
 
     monkeypatch.setattr(_fdio, "_libc", False)
     assert _fdio.held_write() is _fdio.plain_write
     assert _fdio.held_reader(64) is os.read
-    if hasattr(select, "epoll"):
-        with select.epoll() as epoll:
-            assert _fdio.held_modify(epoll) == epoll.modify
     r, w = os.pipe()
     try:
         os.set_blocking(w, False)
@@ -410,9 +377,6 @@ def test_an_audit_hook_that_refuses_ctypes_gets_the_os_functions() -> None:
         "from mcp_sync.transports import fdio as _fdio\n"
         "assert _fdio.held_write() is _fdio.plain_write\n"
         "assert _fdio.held_reader(64) is os.read\n"
-        "import select\n"
-        "epoll = select.epoll()\n"
-        "assert _fdio.held_modify(epoll) == epoll.modify\n"
         "print('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)

@@ -1,4 +1,4 @@
-"""Reads and writes on non-blocking pipes, and epoll changes, that keep the GIL.
+"""Reads and writes on non-blocking pipes that keep the GIL.
 
 ``os.read`` and ``os.write`` let go of the GIL around the system call, as
 every call that may block must. On a non-blocking pipe they never block,
@@ -8,9 +8,9 @@ until the GIL comes back, one more context switch, often across CPUs. libc's
 ``read`` and ``write`` called through :class:`ctypes.PyDLL` keep the GIL for
 those microseconds. With 16 threads calling over stdio the voluntary
 context switches per call went from 3.5 to 2.3 (writes alone: to 3.0);
-alone, each call costs 0.15-0.25 us more than its ``os`` twin. The same
-holds for ``epoll_ctl``, which never blocks either: ``select.epoll.modify``
-lets go of the GIL around it.
+alone, each call costs 0.15-0.25 us more than its ``os`` twin. (The same
+was tried for ``epoll_ctl`` and taken out: in same-run A/Bs it gave 0.85x to
+1.17x calls/s at 16 threads, no gain that held from run to run.)
 
 Loaded on first use (ctypes takes about 2 ms to import); where ctypes or
 libc is missing (Windows, say), the ``os`` functions stand in.
@@ -38,14 +38,11 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._log import transport_event
 
-if TYPE_CHECKING:
-    import select
-
-__all__ = ["Modify", "Read", "Write", "held_modify", "held_reader", "held_write", "plain_write"]
+__all__ = ["Read", "Write", "held_reader", "held_write", "plain_write"]
 
 Write = Callable[[int, bytes, int], int]
 """``write(fd, data, len(data))``: bytes written, or a negative number when
@@ -54,9 +51,6 @@ which). ``data`` must be ``bytes``, fewer than 2**31 of them."""
 
 Read = Callable[[int, int], bytes]
 """``os.read``'s shape, for a non-blocking fd."""
-
-Modify = Callable[[int, int], None]
-"""``epoll.modify(fd, events)``'s shape, and its errors."""
 
 _EMPTY = frozenset((errno.EAGAIN, errno.EWOULDBLOCK))
 _lock = threading.Lock()  # guards the one-time load of _libc, and giving up on it
@@ -180,59 +174,3 @@ def held_reader(size: int) -> Read:
         return os.read(fd, count)
 
     return held_read
-
-
-_EPOLL_CTL_MOD = 3
-_event_type: Any = None  # struct epoll_event, made on first use
-
-
-def _epoll_event() -> Any:
-    global _event_type
-    if _event_type is None:
-        import ctypes
-
-        class EpollEvent(ctypes.Structure):
-            _pack_ = 1  # as on x86-64
-            _fields_ = (("events", ctypes.c_uint32), ("data", ctypes.c_uint64))
-
-        _event_type = EpollEvent  # (two threads may each make one: either serves)
-    return _event_type
-
-
-def held_modify(epoll: select.epoll) -> Modify:
-    """A GIL-keeping ``epoll.modify`` for ``epoll``, or its own method where
-    there is none. The caller makes sure no other thread closes ``epoll``
-    meanwhile (a closed epoll's number may already name another file): a
-    closed one is handed to ``epoll.modify``, which refuses it."""
-    libc = _load()
-    # struct epoll_event is packed on x86-64 (its layout elsewhere is not
-    # checked here, so epoll.modify stands in there).
-    if libc is False or os.uname().machine != "x86_64":
-        return epoll.modify
-    try:
-        import ctypes
-
-        event_type = _epoll_event()
-        ctl = libc.epoll_ctl  # (restype: int, ctypes' default; audited: ctypes.dlsym)
-        pointer = ctypes.pointer
-    except Exception as error:
-        _give_up("epoll_ctl lookup", error)
-        return epoll.modify
-    epfd, modify = epoll.fileno(), epoll.modify
-    # One event per (fd, events), made once and never changed: any thread
-    # may pass it. (data carries the fd, as epoll.modify sets it.)
-    events_of: dict[tuple[int, int], Any] = {}
-
-    def held(fd: int, events: int) -> None:
-        if _libc is not False and not epoll.closed:
-            try:
-                event = events_of.get((fd, events))
-                if event is None:
-                    event = events_of[fd, events] = pointer(event_type(events, fd))
-                if ctl(epfd, _EPOLL_CTL_MOD, fd, event) >= 0:
-                    return
-            except Exception as error:  # before epoll_ctl(2) (which is idempotent anyway)
-                _give_up("epoll_ctl", error)
-        modify(fd, events)  # raises what went wrong (or retries an EINTR)
-
-    return held

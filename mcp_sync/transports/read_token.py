@@ -43,8 +43,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .fdio import Modify, held_modify
-
 __all__ = ["LEASE", "ReadToken"]
 
 LEASE = 0.005
@@ -81,10 +79,10 @@ class ReadToken:
         self.leading = False
         self.leased = False
         self.lease_end = 0.0
-        # Arming and disarming stdout never blocks: it keeps the GIL (fdio).
-        # Only under _lease_lock, which the epoll's close takes. (An
-        # attribute: tests stand in for it to land an interrupt there.)
-        self.modify: Modify = _no_epoll
+        # Arms and disarms stdout: only under _lease_lock, which the epoll's
+        # close takes. (An attribute: tests stand in for it to land an
+        # interrupt there.)
+        self.modify: Callable[[int, int], None] = _no_epoll
         # A caller reading for its reply polls stdout and the stop pipe.
         self.lead_poll: Callable[[int], list[tuple[int, int]]] | None = None
         if leads:
@@ -103,7 +101,7 @@ class ReadToken:
         epoll = self.epoll = select.epoll()
         for each in (fd, self._wake_r, stop):
             epoll.register(each, select.EPOLLIN)
-        self.modify = held_modify(epoll)
+        self.modify = epoll.modify
         poll = select.poll()
         poll.register(fd, select.POLLIN)
         poll.register(stop, select.POLLIN)
