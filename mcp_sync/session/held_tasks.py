@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -178,6 +177,8 @@ class ClientTasks:
         if type(ttl) not in (int, float) or not math.isfinite(ttl) or ttl < 0:
             return INVALID_PARAMS, "task.ttl must be a non-negative number of milliseconds"
         ttl_ms = int(min(max(ttl, MIN_TTL_MS), MAX_TTL_MS))
+        import secrets  # a task id; most sessions never hold a task
+
         held = _Held(secrets.token_urlsafe(16), method, ttl_ms)
         with self._lock:
             if self._closed:

@@ -21,14 +21,12 @@ import atexit
 import contextlib
 import os
 import select
-import shutil
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from secrets import token_hex
 
 from ..protocol.errors import SpawnFailed
 from ..protocol.redaction import StderrTail
@@ -256,7 +254,10 @@ def resolve_command(command: Text, cwd: Text | None, env: Mapping[str, Text] | N
     ``Popen`` looks a bare name up on the child's ``PATH`` (the entry's
     ``env`` PATH when it sets one) and, as exec does, takes a relative
     directory of that PATH, or a relative command, from the child's working
-    directory."""
+    directory. Only the trust question asks, so ``shutil`` (which brings the
+    compression modules) is imported here, not by every connect."""
+    import shutil
+
     where = os.path.abspath(reveal(cwd)) if cwd is not None else os.getcwd()
     name = reveal(command)
     if os.path.dirname(name):
@@ -282,7 +283,7 @@ class ServerProcess:
         self.close_stdin: Callable[[], None] | None = None
         # Inherited by every process the server starts, so teardown can find
         # the ones that left its process group (see _proctree).
-        self._marker = f"{_proctree.MARKER}={token_hex(8)}"
+        self._marker = f"{_proctree.MARKER}={os.urandom(8).hex()}"
         posix = os.name == "posix"
         _live.begin_spawn(server)
         spawned = False
