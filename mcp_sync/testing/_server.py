@@ -273,34 +273,34 @@ class FakeServer:
 
     # One method per tool of the catalog (and of the misbehaving tools), in TOOLS below.
 
-    def tool_echo(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_echo(self, rid: object, args: dict[str, Any]) -> None:
         self.reply(rid, self.text(str(args.get("message", ""))))
 
-    def tool_add(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_add(self, rid: object, args: dict[str, Any]) -> None:
         a, b = args.get("a", 0), args.get("b", 0)
         if not all(type(n) in (int, float) for n in (a, b)):
             self.reply(rid, self.text("add needs numbers a and b", isError=True))
         else:
             self.reply(rid, self.text(str(a + b), structuredContent={"sum": a + b}))
 
-    def tool_fail(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_fail(self, rid: object, args: dict[str, Any]) -> None:
         self.reply(rid, self.text("the tool failed on purpose", isError=True))
 
-    def tool_sleep(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_sleep(self, rid: object, args: dict[str, Any]) -> None:
         time.sleep(int(args.get("ms", 0)) / 1000)
         self.reply(rid, self.text("slept"))
 
-    def tool_blob(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_blob(self, rid: object, args: dict[str, Any]) -> None:
         self.reply(rid, self.text("x" * int(args.get("bytes", 0))))
 
-    def tool_crash(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_crash(self, rid: object, args: dict[str, Any]) -> None:
         sys.stdout.flush()
         os._exit(int(args.get("code", 3)))
 
-    def tool_hang(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_hang(self, rid: object, args: dict[str, Any]) -> None:
         pass  # never answers
 
-    def tool_ping_later(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_ping_later(self, rid: object, args: dict[str, Any]) -> None:
         def later() -> None:
             time.sleep(int(args.get("ms", 0)) / 1000)
             outcome = self.ask(rid, "ping", args.get("id"), check_pong=True)
@@ -310,21 +310,21 @@ class FakeServer:
         threading.Thread(target=later, daemon=True).start()
         self.reply(rid, self.text("will ping"))
 
-    def tool_late_pong(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_late_pong(self, rid: object, args: dict[str, Any]) -> None:
         self.reply(rid, self.text(getattr(self, "late_pong", "never pinged")))
 
-    def tool_ping_client(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_ping_client(self, rid: object, args: dict[str, Any]) -> None:
         self.reply(rid, self.ask(rid, "ping", args.get("id"), check_pong=True))
 
-    def tool_ask_client(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_ask_client(self, rid: object, args: dict[str, Any]) -> None:
         self.reply(rid, self.ask(rid, str(args.get("method")), args.get("id")))
 
-    def tool_null_error(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_null_error(self, rid: object, args: dict[str, Any]) -> None:
         self.send({"jsonrpc": "2.0", "error": args.get("error") or {
             "code": -32000, "message": "uncorrelated failure"}, "id": None})
         self.reply(rid, self.text("after null error"))
 
-    def tool_raw(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_raw(self, rid: object, args: dict[str, Any]) -> None:
         for item in args.get("lines", []):
             if isinstance(item, dict) and "repeat" in item:
                 # A big line built here: {"prefix", "repeat", "times", "suffix"}.
@@ -341,7 +341,7 @@ class FakeServer:
         if args.get("reply", True):
             self.reply(rid, self.text("raw done"))
 
-    def tool_flood(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_flood(self, rid: object, args: dict[str, Any]) -> None:
         total = int(args.get("bytes", 0))
         chunk = b"x" * 65536
         with self.write_lock:
@@ -350,20 +350,20 @@ class FakeServer:
                 total -= len(chunk)
             self.out.flush()
 
-    def tool_huge_reply(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_huge_reply(self, rid: object, args: dict[str, Any]) -> None:
         self.huge_reply(rid, args)
 
-    def tool_stderr(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_stderr(self, rid: object, args: dict[str, Any]) -> None:
         data = args["text"].encode() if "text" in args else b"e" * int(args.get("bytes", 0))
         sys.stderr.buffer.write(data)
         sys.stderr.buffer.flush()
         self.reply(rid, self.text("wrote stderr"))
 
-    def tool_grandchild(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_grandchild(self, rid: object, args: dict[str, Any]) -> None:
         pid = spawn_grandchild(setsid=bool(args.get("setsid")), detach=bool(args.get("detach")))
         self.reply(rid, self.text(str(pid)))
 
-    def tool_ping_flood(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_ping_flood(self, rid: object, args: dict[str, Any]) -> None:
         self.stall_until = time.monotonic() + int(args.get("stall_ms", 0)) / 1000
         pings = b"".join(
             b'{"jsonrpc":"2.0","id":"flood-%d","method":"ping"}\n' % n
@@ -373,61 +373,61 @@ class FakeServer:
         if args.get("reply", True):
             self.reply(rid, self.text("flooded"))
 
-    def tool_stall(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_stall(self, rid: object, args: dict[str, Any]) -> None:
         self.stall_until = time.monotonic() + int(args.get("ms", 0)) / 1000
         self.reply(rid, self.text("stalling"))
 
-    def tool_notify(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_notify(self, rid: object, args: dict[str, Any]) -> None:
         self.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         self.send({"jsonrpc": "2.0", "method": "notifications/message",
                    "params": {"level": "info", "data": "hello"}})
         self.reply(rid, self.text("notified"))
 
-    def tool_deep(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_deep(self, rid: object, args: dict[str, Any]) -> None:
         depth = int(args.get("depth", 1))
         nested = "[" * depth + "]" * depth
         self.write_raw(
             f'{{"jsonrpc":"2.0","result":{{"content":[],"deep":{nested}}},"id":{json.dumps(rid)}}}\n'.encode()
         )
 
-    def tool_close_stdout(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_close_stdout(self, rid: object, args: dict[str, Any]) -> None:
         with self.write_lock:
             os.close(1)
 
-    def tool_close_stdin(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_close_stdin(self, rid: object, args: dict[str, Any]) -> None:
         # Closed before the answer, so that every later write finds it closed.
         os.close(0)
         self.reply(rid, self.text("closed stdin"))
 
-    def tool_exit_after_reply(self, rid: object, args: dict[str, Any]) -> None:
+    def _tool_exit_after_reply(self, rid: object, args: dict[str, Any]) -> None:
         self.reply(rid, self.text("bye"))
         os._exit(int(args.get("code", 0)))
 
     TOOLS: ClassVar[dict[str, Callable[[FakeServer, object, dict[str, Any]], None]]] = {
-        "echo": tool_echo,
-        "add": tool_add,
-        "fail": tool_fail,
-        "sleep": tool_sleep,
-        "blob": tool_blob,
-        "crash": tool_crash,
-        "hang": tool_hang,
-        "ping_later": tool_ping_later,
-        "late_pong": tool_late_pong,
-        "ping_client": tool_ping_client,
-        "ask_client": tool_ask_client,
-        "null_error": tool_null_error,
-        "raw": tool_raw,
-        "flood": tool_flood,
-        "huge_reply": tool_huge_reply,
-        "stderr": tool_stderr,
-        "grandchild": tool_grandchild,
-        "ping_flood": tool_ping_flood,
-        "stall": tool_stall,
-        "notify": tool_notify,
-        "deep": tool_deep,
-        "close_stdout": tool_close_stdout,
-        "close_stdin": tool_close_stdin,
-        "exit_after_reply": tool_exit_after_reply,
+        "echo": _tool_echo,
+        "add": _tool_add,
+        "fail": _tool_fail,
+        "sleep": _tool_sleep,
+        "blob": _tool_blob,
+        "crash": _tool_crash,
+        "hang": _tool_hang,
+        "ping_later": _tool_ping_later,
+        "late_pong": _tool_late_pong,
+        "ping_client": _tool_ping_client,
+        "ask_client": _tool_ask_client,
+        "null_error": _tool_null_error,
+        "raw": _tool_raw,
+        "flood": _tool_flood,
+        "huge_reply": _tool_huge_reply,
+        "stderr": _tool_stderr,
+        "grandchild": _tool_grandchild,
+        "ping_flood": _tool_ping_flood,
+        "stall": _tool_stall,
+        "notify": _tool_notify,
+        "deep": _tool_deep,
+        "close_stdout": _tool_close_stdout,
+        "close_stdin": _tool_close_stdin,
+        "exit_after_reply": _tool_exit_after_reply,
     }
 
     def ask(self, rid: object, method: str, client_id: object, check_pong: bool = False) -> Any:
