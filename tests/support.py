@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -132,3 +133,51 @@ def _collect(name: str) -> Iterator[Records]:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
+
+
+@contextmanager
+def heartbeat(tick: float = 0.01) -> Iterator[list[float]]:
+    """The longest wall-clock gap (``[0]``, seconds) between two wake-ups of a thread
+    that ticks every ``tick`` s while the block runs: a thread starved of the GIL
+    shows here. (The ``hostile`` marker's check in conftest counts only the time the
+    process ran; this one is for a test that asserts on the gap itself.)"""
+    gaps = [0.0]
+    stop = threading.Event()
+
+    def run() -> None:
+        last = time.monotonic()
+        while not stop.wait(tick):
+            now = time.monotonic()
+            gaps[0] = max(gaps[0], now - last)
+            last = now
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        yield gaps
+    finally:
+        stop.set()
+        thread.join()
+
+
+@contextmanager
+def peak_rss_growth() -> Iterator[list[int]]:
+    """The highest growth (``[0]``, bytes) of this process's RSS over the block,
+    sampled every 2 ms, after a collection."""
+    gc.collect()
+    base = rss_bytes()
+    peak = [0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.002):
+            peak[0] = max(peak[0], rss_bytes() - base)
+
+    thread = threading.Thread(target=sample)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        stop.set()
+        thread.join()
+        peak[0] = max(peak[0], rss_bytes() - base)

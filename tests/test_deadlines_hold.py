@@ -20,13 +20,12 @@ import threading
 import time
 import traceback
 import tracemalloc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import alive, connect_fake, fake_pid, library_threads, timed, wait_gone
+from support import alive, connect_fake, fake_pid, heartbeat, library_threads, timed, wait_gone
 
 import mcp_sync
 from mcp_sync.protocol.frames import check_arguments, decode_line
@@ -54,26 +53,6 @@ def _no_library_threads(within: float = THREADS_END_CAP) -> None:
         assert time.monotonic() < deadline or not library_threads(), library_threads()
 
 
-@contextmanager
-def heartbeat() -> Iterator[list[float]]:
-    """The longest gap a 5 ms ticker saw: a thread starved of the GIL shows here."""
-    gaps: list[float] = [0.0]
-    stop = threading.Event()
-
-    def tick() -> None:
-        last = time.monotonic()
-        while not stop.wait(0.005):
-            now = time.monotonic()
-            gaps[0] = max(gaps[0], now - last)
-            last = now
-
-    thread = threading.Thread(target=tick)
-    thread.start()
-    try:
-        yield gaps
-    finally:
-        stop.set()
-        thread.join()
 
 
 # A stall of the whole process shows up as a gap of seconds (the audit saw 5 s

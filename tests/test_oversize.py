@@ -5,17 +5,15 @@ has already failed takes milliseconds (item 7)."""
 
 from __future__ import annotations
 
-import gc
 import json
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
-from support import alive, connect_fake, fake_pid, library_threads, rss_bytes, timed, wait_gone
+from support import alive, connect_fake, fake_pid, library_threads, timed, wait_gone
+from support import peak_rss_growth as peak_rss
 
 import mcp_sync
 from mcp_sync.protocol.oversize import KEEP, Oversized
@@ -159,26 +157,6 @@ def test_an_unattributable_oversized_line_ends_the_session_as_before(args: dict[
         session.close()
 
 
-@contextmanager
-def peak_rss() -> Iterator[list[int]]:
-    """The highest RSS growth over the block, sampled every 2 ms."""
-    gc.collect()
-    base = rss_bytes()
-    peak = [0]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.wait(0.002):
-            peak[0] = max(peak[0], rss_bytes() - base)
-
-    thread = threading.Thread(target=sample)
-    thread.start()
-    try:
-        yield peak
-    finally:
-        stop.set()
-        thread.join()
-        peak[0] = max(peak[0], rss_bytes() - base)
 
 
 def test_a_1_gib_reply_costs_one_frame_of_memory_and_fails_alone() -> None:

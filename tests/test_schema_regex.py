@@ -13,14 +13,11 @@ import json
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from support import connect_fake
+from support import connect_fake, heartbeat
 
 import mcp_sync
 from mcp_sync.protocol import patterns as _regex
@@ -39,26 +36,6 @@ STALL = 0.5  # the longest a 10 ms ticker may wait for the GIL
 BACK_WITHIN = 4.0
 
 
-@contextmanager
-def heartbeat() -> Iterator[list[float]]:
-    """The longest gap a 10 ms ticker saw: a thread starved of the GIL shows here."""
-    gaps = [0.0]
-    stop = threading.Event()
-
-    def tick() -> None:
-        last = time.monotonic()
-        while not stop.wait(0.01):
-            now = time.monotonic()
-            gaps[0] = max(gaps[0], now - last)
-            last = now
-
-    thread = threading.Thread(target=tick)
-    thread.start()
-    try:
-        yield gaps
-    finally:
-        stop.set()
-        thread.join()
 
 
 def _replying(output_schema: dict[str, Any]) -> str:

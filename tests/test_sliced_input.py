@@ -13,13 +13,12 @@ import sys
 import threading
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
-from support import alive, connect_fake, fake_pid, library_threads, rss_bytes, wait_gone
+from support import alive, connect_fake, fake_pid, heartbeat, library_threads, peak_rss_growth, wait_gone
 
 import mcp_sync
 from mcp_sync.protocol import frames as _jsonrpc
@@ -36,47 +35,8 @@ GAP = 0.5
 REFUSED = rf"^an inbound frame holds more than {MAX_JSON_VALUES} JSON values \(the limit on values per message\)$"
 
 
-@contextmanager
-def heartbeat() -> Iterator[list[float]]:
-    """The longest gap a 10 ms ticker saw: a thread starved of the GIL shows here."""
-    gaps = [0.0]
-    stop = threading.Event()
-
-    def tick() -> None:
-        last = time.monotonic()
-        while not stop.wait(0.01):
-            now = time.monotonic()
-            gaps[0] = max(gaps[0], now - last)
-            last = now
-
-    thread = threading.Thread(target=tick)
-    thread.start()
-    try:
-        yield gaps
-    finally:
-        stop.set()
-        thread.join()
 
 
-@contextmanager
-def peak_rss_growth() -> Iterator[list[int]]:
-    """The highest growth of this process's RSS over the block, sampled every 2 ms."""
-    base = rss_bytes()
-    peak = [0]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.wait(0.002):
-            peak[0] = max(peak[0], rss_bytes() - base)
-
-    thread = threading.Thread(target=sample)
-    thread.start()
-    try:
-        yield peak
-    finally:
-        stop.set()
-        thread.join()
-        peak[0] = max(peak[0], rss_bytes() - base)
 
 
 def _fill(head: bytes, unit: bytes, tail: bytes, size: int) -> bytes:
