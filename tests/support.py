@@ -181,3 +181,19 @@ def peak_rss_growth() -> Iterator[list[int]]:
         stop.set()
         thread.join()
         peak[0] = max(peak[0], rss_bytes() - base)
+
+
+@contextmanager
+def starvation() -> Iterator[list[float]]:
+    """The longest time (``[0]``, seconds) a heartbeat thread was starved while this
+    process ran, over the block: the ``hostile`` marker's measure (conftest's
+    ``Heartbeat``), which a busy machine's scheduler does not inflate."""
+    from conftest import Heartbeat
+
+    beat = Heartbeat()
+    worst = [0.0]
+    try:
+        yield worst
+    finally:
+        worst[0] = beat.stop()
+

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
-from support import alive, connect_fake, fake_pid, heartbeat, library_threads, peak_rss_growth, wait_gone
+from support import alive, connect_fake, fake_pid, library_threads, peak_rss_growth, starvation, wait_gone
 
 import mcp_sync
 from mcp_sync.protocol import frames as _jsonrpc
@@ -32,6 +32,9 @@ FRAME = 63 * MIB
 # at. Sliced, the worst seen here was some 30 ms of work at a time; the rest
 # is room for a loaded 2-core machine.
 GAP = 0.5
+# How late the other session's 300 ms call may be: room for a loaded 2-core machine
+# (before slicing it came back 7.8-13 s late).
+LATE = 1.0
 REFUSED = rf"^an inbound frame holds more than {MAX_JSON_VALUES} JSON values \(the limit on values per message\)$"
 
 
@@ -241,7 +244,7 @@ def test_refusing_a_63_mib_value_heavy_frame_starves_no_thread(make: Callable[[i
     line = make(FRAME)
     tracemalloc.start()
     try:
-        with heartbeat() as gaps, pytest.raises(TooManyValues, match=REFUSED) as info:
+        with starvation() as gaps, pytest.raises(TooManyValues, match=REFUSED) as info:
             decode_line(line)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -312,7 +315,7 @@ def test_a_value_heavy_reply_fails_its_call_alone_and_stalls_no_other_session() 
 
     try:
         latencies: list[float] = []
-        with heartbeat() as gaps, peak_rss_growth() as peak:
+        with starvation() as gaps, peak_rss_growth() as peak:
             caller = threading.Thread(target=call)
             caller.start()
             while caller.is_alive():
@@ -330,7 +333,7 @@ def test_a_value_heavy_reply_fails_its_call_alone_and_stalls_no_other_session() 
         assert re.match(REFUSED, str(outcome[0]))
         assert gaps[0] < GAP
         # Its deadline, and room for a loaded machine (it was seconds).
-        assert max(latencies) < 0.3 + GAP
+        assert max(latencies) < 0.3 + LATE
         # The line as read (its chunks, then joined) and no copy of it after:
         # it was some 5 times the line.
         assert peak[0] < 3 * FRAME
