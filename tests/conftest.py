@@ -307,8 +307,9 @@ HEARTBEAT_TICK = 0.01
 
 
 class Heartbeat:
-    """A thread that wakes every ``HEARTBEAT_TICK`` s and keeps the longest time it
-    was starved (``worst``, seconds).
+    """A thread that wakes every ``tick`` s and keeps the longest time it was
+    starved (``worst``, seconds) and the longest wall-clock gap between two of
+    its wake-ups (``longest_gap``).
 
     Starved means: the process ran (used CPU) and this thread did not. A gap
     between two wake-ups counts as the lesser of its wall-clock length and the CPU
@@ -316,8 +317,10 @@ class Heartbeat:
     all (a loaded CI machine descheduling it) does not count, while a thread that
     holds the GIL through one long C call does: the process is busy all along."""
 
-    def __init__(self) -> None:
+    def __init__(self, tick: float = HEARTBEAT_TICK) -> None:
         self.worst = 0.0
+        self.longest_gap = 0.0  # wall-clock only, for tests that assert on it
+        self._tick = tick
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="test-heartbeat", daemon=True)
         self._thread.start()
@@ -329,8 +332,9 @@ class Heartbeat:
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), -10)
         last, last_cpu = time.monotonic(), time.process_time()
-        while not self._stop.wait(HEARTBEAT_TICK):
+        while not self._stop.wait(self._tick):
             now, cpu = time.monotonic(), time.process_time()
+            self.longest_gap = max(self.longest_gap, now - last)
             self.worst = max(self.worst, min(now - last, cpu - last_cpu))
             last, last_cpu = now, cpu
 

@@ -6,6 +6,7 @@ import gc
 import json
 import logging
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -137,27 +138,19 @@ def _collect(name: str) -> Iterator[Records]:
 
 @contextmanager
 def heartbeat(tick: float = 0.01) -> Iterator[list[float]]:
-    """The longest wall-clock gap (``[0]``, seconds) between two wake-ups of a thread
-    that ticks every ``tick`` s while the block runs: a thread starved of the GIL
-    shows here. (The ``hostile`` marker's check in conftest counts only the time the
-    process ran; this one is for a test that asserts on the gap itself.)"""
+    """The longest wall-clock gap (``[0]``, seconds, once the block has ended)
+    between two wake-ups of conftest's ``Heartbeat`` ticking every ``tick`` s: a
+    thread starved of the GIL shows here. (The ``hostile`` marker's check, and
+    :func:`starvation`, count only the time the process ran.)"""
+    from conftest import Heartbeat
+
+    beat = Heartbeat(tick)
     gaps = [0.0]
-    stop = threading.Event()
-
-    def run() -> None:
-        last = time.monotonic()
-        while not stop.wait(tick):
-            now = time.monotonic()
-            gaps[0] = max(gaps[0], now - last)
-            last = now
-
-    thread = threading.Thread(target=run)
-    thread.start()
     try:
         yield gaps
     finally:
-        stop.set()
-        thread.join()
+        beat.stop()
+        gaps[0] = beat.longest_gap
 
 
 @contextmanager
@@ -197,3 +190,43 @@ def starvation() -> Iterator[list[float]]:
     finally:
         worst[0] = beat.stop()
 
+
+def converse_on_a_pty(argv: list[str], cwd: Path, env: dict[str, str], answer: bytes) -> tuple[bytes, int]:
+    """Run ``argv`` on a pty, answer its question: what it showed, and its exit code."""
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        argv, stdin=follower, stdout=subprocess.PIPE, stderr=follower, cwd=cwd, env=env
+    )
+    os.close(follower)
+    shown = b""
+    try:
+        while b"[y/N]" not in shown:
+            ready, _, _ = select.select([leader], [], [], 60)
+            assert ready, shown
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the child closed the terminal
+                chunk = b""
+            assert chunk, shown
+            shown += chunk
+        os.write(leader, answer)
+        proc.wait(60)
+        while select.select([leader], [], [], 0)[0]:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(leader)
+        assert proc.stdout is not None
+        shown += proc.stdout.read()
+        proc.stdout.close()
+    return shown, proc.returncode

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import converse_on_a_pty
 
 import mcp_sync
 from mcp_sync.config import ConfigError, load_client_config, parse_config
@@ -217,45 +218,6 @@ def test_the_prompt_shows_references_env_cwd_and_the_resolved_command(
     assert "    header X-Team: blue" in lines
 
 
-def _converse(argv: list[str], cwd: Path, env: dict[str, str], answer: bytes) -> tuple[bytes, int]:
-    """Run ``argv`` on a pty, answer its question: what it showed, and its exit code."""
-    import pty
-    import select
-
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        argv, stdin=follower, stdout=subprocess.PIPE, stderr=follower, cwd=cwd, env=env
-    )
-    os.close(follower)
-    shown = b""
-    try:
-        while b"[y/N]" not in shown:
-            ready, _, _ = select.select([leader], [], [], 60)
-            assert ready, shown
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the child closed the terminal
-                chunk = b""
-            assert chunk, shown
-            shown += chunk
-        os.write(leader, answer)
-        proc.wait(60)
-        while select.select([leader], [], [], 0)[0]:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            shown += chunk
-    finally:
-        proc.kill()
-        proc.wait()
-        os.close(leader)
-        assert proc.stdout is not None
-        shown += proc.stdout.read()
-        proc.stdout.close()
-    return shown, proc.returncode
 
 
 @linux_only
@@ -265,7 +227,7 @@ def test_the_prompt_on_a_terminal(checkout: Path, recorder: Recorder, answer: by
     ran = _hostile_checkout(checkout, recorder.url)
     env = _cli_env(checkout.parent / "home", GITHUB_TOKEN=TOKEN)
     argv = [sys.executable, "-m", "mcp_sync", "--from", "claude-code", "tools"]
-    shown, code = _converse(argv, checkout, env, answer)
+    shown, code = converse_on_a_pty(argv, checkout, env, answer)
     assert TOKEN.encode() not in shown
     assert b"--token=${GITHUB_TOKEN}" in shown
     assert f"command python3 resolves to {checkout}/bin/python3".encode() in shown

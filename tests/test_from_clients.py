@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import converse_on_a_pty
 
 from mcp_sync.config import ConfigError, client_config_paths, load_client_config
 
@@ -160,40 +161,16 @@ def test_a_user_file_runs_as_before(home: Path, project: Path, tmp_path: Path) -
 def test_a_project_file_asks_on_a_terminal(
     home: Path, project: Path, tmp_path: Path, answer: bytes, runs: bool
 ) -> None:
-    import pty
-    import select
-
     marker = tmp_path / "ran"
     _write(project / ".mcp.json", {"mcpServers": {"evil": {
         "command": sys.executable, "args": ["-m", "mcp_sync.testing", "--marker", str(marker)]}}})  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "MCP_SYNC_CONFIG"}
     env.update(PYTHONPATH=str(REPO), HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_sync", "--from", "claude-code", "tools"],
-        stdin=follower, stdout=subprocess.PIPE, stderr=follower, cwd=project, env=env,
-    )  # fmt: skip
-    os.close(follower)
-    shown = b""
-    try:
-        while b"[y/N]" not in shown:
-            ready, _, _ = select.select([leader], [], [], 60)
-            assert ready, shown
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the child closed the terminal
-                chunk = b""
-            assert chunk, shown
-            shown += chunk
-        os.write(leader, answer)
-        proc.wait(60)
-    finally:
-        proc.kill()
-        proc.wait()
-        os.close(leader)
+    argv = [sys.executable, "-m", "mcp_sync", "--from", "claude-code", "tools"]
+    shown, returncode = converse_on_a_pty(argv, project, env, answer)
     assert b"is a project's file; it runs:" in shown
     assert f"{sys.executable} -m mcp_sync.testing --marker {marker}".encode() in shown
-    assert (proc.returncode == 0) is runs
+    assert (returncode == 0) is runs
     assert marker.exists() is runs
 
 
