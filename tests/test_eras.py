@@ -9,7 +9,9 @@ a handshake-era server that treats the probe its own way.
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -236,11 +238,44 @@ def test_a_tight_handshake_budget_still_connects_a_server_that_ignores_the_probe
         assert session.era == "legacy"
 
 
-def test_a_server_that_reads_nothing_times_out_like_the_handshake(tmp_path: Path) -> None:
-    # Never read within the budget: the handshake alone would not have been either.
+@pytest.mark.parametrize("protocol", ["auto", "legacy", "modern"])
+def test_a_server_that_reads_nothing_runs_out_of_the_start_budget(tmp_path: Path, protocol: str) -> None:
+    # Never read within start_timeout_ms: the error names that budget, and it
+    # comes when that budget runs out, not the handshake's.
     log = tmp_path / "log"
-    with pytest.raises(mcp_sync.Timeout, match="read nothing within handshake_timeout_ms=300"):
-        connect_fake("--start-delay", "3000", "--log", str(log), handshake_timeout_ms=300)
+    started = time.monotonic()
+    with pytest.raises(mcp_sync.Timeout, match="start_timeout_ms=800") as caught:
+        connect_fake("--start-delay", "30000", "--log", str(log), protocol=protocol,
+                     start_timeout_ms=800, handshake_timeout_ms=100)
+    took = time.monotonic() - started
+    assert 0.8 <= took < 0.8 + 3.0, took
+    assert "read nothing" in str(caught.value)
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy", "modern"])
+def test_the_handshake_budget_counts_from_the_servers_first_read(tmp_path: Path, protocol: str) -> None:
+    # Starting takes six times the handshake budget: it connects all the same.
+    era = "dual" if protocol == "auto" else ("modern" if protocol == "modern" else "legacy")
+    started = time.monotonic()
+    with connect_fake("--era", era, "--start-delay", "1800", protocol=protocol,
+                      handshake_timeout_ms=300) as session:
+        assert session.call_tool("echo", {"message": "x"}).content[0]["text"] == "x"
+    assert time.monotonic() - started >= 1.8
+
+
+@pytest.mark.parametrize(("protocol", "method"), [("auto", "initialize"), ("legacy", "initialize"),
+                                                  ("modern", "server/discover")])
+def test_a_server_that_reads_then_stalls_fails_at_the_handshake_bound(
+    tmp_path: Path, protocol: str, method: str
+) -> None:
+    extra = ["--hang-on", "server/discover"] if protocol == "auto" else []
+    era = "modern" if protocol == "modern" else "legacy"
+    started = time.monotonic()
+    with pytest.raises(mcp_sync.Timeout, match=r"handshake_timeout_ms=400\)") as caught:
+        connect_fake("--era", era, "--hang-on", method, *extra, protocol=protocol,
+                     handshake_timeout_ms=400)
+    assert time.monotonic() - started < 0.4 + 3.0
+    assert "start_timeout_ms" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -477,3 +512,31 @@ def test_the_core_holds_one_era_object_and_the_session_reads_its_name(
         assert session.protocol_version == core.protocol_version == core.era.version == version
         assert not hasattr(core, "modern")
     assert "tools" not in {field.name for field in _eras.Negotiated.__dataclass_fields__.values()}
+
+
+BUSY_SERVER = """
+import sys, time
+first = sys.stdin.buffer.readline()
+with open(sys.argv[1], "w") as handle:
+    handle.write(repr(time.monotonic()))
+end = time.monotonic() + 30
+while time.monotonic() < end:  # busy, and never answers
+    pass
+"""
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+def test_a_busy_server_that_never_answers_fails_within_the_handshake_budget(
+    tmp_path: Path, protocol: str
+) -> None:
+    # While the server is seen busy the probe's grace is extended, but never past
+    # half the budget, and the handshake after it gets what is left, not a budget
+    # of its own: the whole negotiation ends within handshake_timeout_ms of the
+    # server's first read (it took 2.6 s for a 500 ms budget when the extension
+    # and the handshake each had their own).
+    read_at = tmp_path / "read-at"
+    with pytest.raises(mcp_sync.Timeout, match=r"handshake_timeout_ms=500\)"):
+        mcp_sync.connect(server="busy", command=sys.executable, args=["-c", BUSY_SERVER, str(read_at)],
+                         protocol=protocol, handshake_timeout_ms=500)
+    after_read = time.monotonic() - float(read_at.read_text())
+    assert after_read < 0.5 + 1.2, after_read

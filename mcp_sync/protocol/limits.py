@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_MAX_TOOL_NAME_BYTES",
     "DEFAULT_QUEUE_CAPACITY",
     "DEFAULT_REQUEST_TIMEOUT_MS",
+    "DEFAULT_START_TIMEOUT_MS",
     "MAX_JSON_DEPTH",
     "MAX_JSON_VALUES",
     "MAX_SAFE_INTEGER",
@@ -32,6 +33,10 @@ __all__ = [
 ]
 
 DEFAULT_HANDSHAKE_TIMEOUT_MS = 60_000
+DEFAULT_START_TIMEOUT_MS = 180_000
+"""How long a stdio server may read nothing after it was started: a first
+``npx -y`` of a large package installs it before the server reads (103-117 s
+measured on a busy 2-core machine, 33-55 s on a quiet one)."""
 DEFAULT_REQUEST_TIMEOUT_MS = 120_000
 DEFAULT_QUEUE_CAPACITY = 64
 DEFAULT_MAX_FRAME_BYTES = 67_108_864
@@ -58,9 +63,10 @@ MAX_SAFE_INTEGER = 2**53 - 1
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The ten bounds a session enforces on its server. Build with :meth:`create`."""
+    """The eleven bounds a session enforces on its server. Build with :meth:`create`."""
 
     handshake_timeout_ms: int = DEFAULT_HANDSHAKE_TIMEOUT_MS
+    start_timeout_ms: int = DEFAULT_START_TIMEOUT_MS
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     queue_capacity: int = DEFAULT_QUEUE_CAPACITY
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
@@ -95,7 +101,7 @@ LIMIT_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Limits))
 """The limits' option names, in order: ``connect``'s keywords and, in
 camelCase, a config entry's fields."""
 
-STDIO_ONLY_LIMITS: frozenset[str] = frozenset({"queue_capacity", "max_stderr_bytes"})
+STDIO_ONLY_LIMITS: frozenset[str] = frozenset({"start_timeout_ms", "queue_capacity", "max_stderr_bytes"})
 """Limits that only a stdio server's config entry may set (an HTTP entry has
 no child's stderr and no queue of its own to size)."""
 

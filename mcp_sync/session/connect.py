@@ -50,6 +50,7 @@ def connect(
     secrets: Collection[str] | None = None,
     limits: Limits | None = None,
     handshake_timeout_ms: int | None = None,
+    start_timeout_ms: int | None = None,
     request_timeout_ms: int | None = None,
     queue_capacity: int | None = None,
     max_frame_bytes: int | None = None,
@@ -116,8 +117,8 @@ def connect(
 
     The bounds (see :class:`Limits`): ``limits`` sets every bound at once
     (one ``Limits`` may be shared by several servers); each limit given as a
-    keyword overrides it: ``handshake_timeout_ms``, ``request_timeout_ms``,
-    ``queue_capacity``, ``max_frame_bytes``, ``max_outbound_frame_bytes``,
+    keyword overrides it: ``handshake_timeout_ms``, ``start_timeout_ms``,
+    ``request_timeout_ms``, ``queue_capacity``, ``max_frame_bytes``, ``max_outbound_frame_bytes``,
     ``max_tools``, ``max_tool_name_bytes``, ``max_tool_document_bytes``,
     ``max_catalog_pages``, ``max_stderr_bytes`` (positive integers).
 
@@ -139,7 +140,8 @@ def connect(
         "bearer_token_env": bearer_token_env, "headers": headers,
         "allow_insecure_http": allow_insecure_http, "http_client": http_client,
         "secrets": secrets,
-        "handshake_timeout_ms": handshake_timeout_ms, "request_timeout_ms": request_timeout_ms,
+        "handshake_timeout_ms": handshake_timeout_ms, "start_timeout_ms": start_timeout_ms,
+        "request_timeout_ms": request_timeout_ms,
         "queue_capacity": queue_capacity, "max_frame_bytes": max_frame_bytes,
         "max_outbound_frame_bytes": max_outbound_frame_bytes, "max_tools": max_tools,
         "max_tool_name_bytes": max_tool_name_bytes,
@@ -185,6 +187,7 @@ def connect_http(
     secrets: Collection[str] | None = None,
     limits: Limits | None = None,
     handshake_timeout_ms: int | None = None,
+    start_timeout_ms: int | None = None,
     request_timeout_ms: int | None = None,
     queue_capacity: int | None = None,
     max_frame_bytes: int | None = None,
@@ -207,7 +210,7 @@ def connect_http(
         server=server, url=url, bearer_token_env=bearer_token_env, headers=headers, auth=auth,
         transport=transport, protocol=protocol, protocol_version=protocol_version,
         allow_insecure_http=allow_insecure_http, http_client=http_client, secrets=secrets,
-        limits=limits, handshake_timeout_ms=handshake_timeout_ms,
+        limits=limits, handshake_timeout_ms=handshake_timeout_ms, start_timeout_ms=start_timeout_ms,
         request_timeout_ms=request_timeout_ms, queue_capacity=queue_capacity,
         max_frame_bytes=max_frame_bytes, max_outbound_frame_bytes=max_outbound_frame_bytes,
         max_tools=max_tools, max_tool_name_bytes=max_tool_name_bytes,

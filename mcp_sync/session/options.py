@@ -7,7 +7,7 @@ transport) are what a config entry decodes to, and what
 checks of :mod:`.option_checks` are unsure of into (:func:`resolve`), so
 each rule on an option, and the words of its error, are written here. Their
 fields take the snake_case names in Python and the camelCase names in a
-file; the ten limits are not spelled here but derived from
+file; the eleven limits are not spelled here but derived from
 :class:`mcp_sync.Limits`.
 
 A rule broken in Python raises :class:`InvalidOption` naming the option
@@ -132,7 +132,7 @@ class _Base(BaseModel):
         return None if value is None else check_limit(str(info.field_name), value)
 
 
-# The ten limits, one optional field each, derived from Limits.
+# The eleven limits, one optional field each, derived from Limits.
 if TYPE_CHECKING:
     _LimitFields = _Base
 else:

@@ -83,6 +83,7 @@ class Stdin:
         self.direct = False
         self._write: Write = plain_write  # callers' writes (see attach)
         self._fd = -1
+        self._left_unread: int | None = None  # unread() once stdin is closed
         self._stream: Any = None
         self._main = threading.main_thread().ident
 
@@ -221,10 +222,13 @@ class Stdin:
         """Bytes sent that the server has not read yet (queued here or in the
         pipe); ``None`` where the pipe cannot tell (FIONREAD on a pipe's
         write end is Linux's)."""
-        if self._queue.queue:
-            return 1
-        if _FIONREAD is None or self._fd < 0:
+        if _FIONREAD is None:
             return None
+        if self._fd < 0:
+            return self._left_unread  # closed (None: never attached)
+        pending = self._queue.queue
+        if pending and pending[0] is not None:  # (None: the writer's sentinel)
+            return 1
         try:
             count: int = struct.unpack("i", fcntl.ioctl(self._fd, _FIONREAD, b"\0\0\0\0"))[0]
         except (OSError, ValueError):
@@ -258,6 +262,11 @@ class Stdin:
         finally:
             with lock:
                 self._open = False
+                # What the server left unread stays known after the pipe is
+                # closed (whether a server that exited had read anything),
+                # and the closed descriptor's number is never asked again.
+                self._left_unread = self.unread()
+                self._fd = -1
                 with contextlib.suppress(OSError):
                     self._stream.close()
 

@@ -245,9 +245,10 @@ class Era(Protocol):
 
     # ------------------------------------------------------------ opening
 
-    def open(self, core: EraCore, timeout: float) -> Any:
+    def open(self, core: EraCore, watch: Watch, describe: Callable[[], str]) -> Any:
         """Send the era's opening request (``initialize`` or ``server/discover``)
-        and return its raw result."""
+        and return its raw result, by the watch's (movable) deadline;
+        ``describe`` words a timeout."""
 
     def adopt(self, core: EraCore, result: Any, *, strict: bool) -> ServerInfo | None:
         """Check the opening result and, if it settles this era, make this

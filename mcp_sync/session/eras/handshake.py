@@ -86,15 +86,15 @@ class LegacyEra:
         assert version is not None
         return initialize_params(version, handshake_capabilities(core, version), self._client_info)
 
-    def open(self, core: EraCore, timeout: float) -> Any:
+    def open(self, core: EraCore, watch: Watch, describe: Callable[[], str]) -> Any:
         assert self._version is not None
-        budget = f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
         return core.request(
             "initialize",
             self.initialize_params(core),
-            timeout,
-            lambda: f"initialize with server {core.server!r} ({budget})",
+            max(0.0, watch.deadline - time.monotonic()),
+            describe,
             cancellable=False,
+            watch=watch,
         )
 
     def adopt(self, core: EraCore, result: Any, *, strict: bool = True) -> ServerInfo:

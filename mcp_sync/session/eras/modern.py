@@ -158,16 +158,16 @@ class ModernEra:
 
     # ------------------------------------------------------------ opening
 
-    def open(self, core: EraCore, timeout: float) -> Any:
+    def open(self, core: EraCore, watch: Watch, describe: Callable[[], str]) -> Any:
         """``server/discover``, as the opening request or as ``auto``'s probe."""
-        budget = f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
         return self.request(
             core,
             "server/discover",
             {},
-            time.monotonic() + timeout,
-            lambda: f"server/discover with server {core.server!r} ({budget})",
+            watch.deadline,
+            describe,
             cancellable=False,
+            watch=watch,
         )
 
     def adopt(self, core: EraCore, result: Any, *, strict: bool) -> ServerInfo | None:

@@ -81,7 +81,6 @@ from ...protocol.errors import (
     McpError,
     ProtocolError,
     RemoteError,
-    Timeout,
 )
 from ...protocol.limits import seconds
 from ...protocol.versions import (
@@ -98,6 +97,7 @@ from ...protocol.versions import (
 )
 from .handshake import LegacyEra
 from .modern import ModernEra, NoCommonVersion, versions_refused
+from .opening import TICK, OpeningClock, OpeningWatch
 from .race import Attempt, answered, process_busy
 
 if TYPE_CHECKING:
@@ -132,9 +132,8 @@ PROBE_BUSY_MAX_MS = 2_000
 """How much longer than :data:`PROBE_GRACE_MS` the probe may wait after the
 server read it while the server is seen busy (a thread running or runnable:
 on a loaded machine a dual-era server may need more than the grace period to
-produce its answer). Linux only."""
-_TICK = 0.01
-"""How often the pipe is looked at while the probe waits to be read (s)."""
+produce its answer), and never past half of ``handshake_timeout_ms``: the
+handshake keeps the other half. Linux only."""
 
 
 def check_protocol(protocol: object, protocol_version: object) -> tuple[str, str | None]:
@@ -268,20 +267,23 @@ def negotiate(
         open_core = abort.watching(open_core)
     core = open_core()
     try:
+        clock = OpeningClock(core.server, core.limits, core.transport)
         if protocol == LEGACY:
             version = pinned or DEFAULT_HANDSHAKE_VERSION
-            return _finish(core, _handshake(core, version, pinned=pinned is not None))
+            return _finish(core, _handshake(core, clock, version, pinned=pinned is not None))
         if protocol == MODERN:
             version = pinned or LATEST_MODERN_VERSION
-            return _finish(core, _discover(core, version, pinned=pinned is not None, http=http))
+            return _finish(core, _discover(core, clock, version, pinned=pinned is not None, http=http))
         try:
-            done = _auto(core, http=http, known=memory.era if memory is not None else None)
+            done = _auto(core, clock, http=http, known=memory.era if memory is not None else None)
         except _Fresh:
-            # Whatever the server made of the probe, a fresh one sees only the
-            # handshake, exactly as protocol="legacy" would have sent it.
+            # Whatever the server made of the probe it read, a fresh one sees
+            # only the handshake, exactly as protocol="legacy" would have sent
+            # it, within what is left of the first one's handshake budget.
             core.discard()
             core = open_core()
-            done = _finish(core, _handshake(core, DEFAULT_HANDSHAKE_VERSION))
+            clock = OpeningClock(core.server, core.limits, core.transport, cap=clock.deadline)
+            done = _finish(core, _handshake(core, clock, DEFAULT_HANDSHAKE_VERSION))
         if memory is not None:
             memory.era = done.core.era.name
         return done
@@ -295,18 +297,18 @@ def negotiate(
         raise
 
 
-def _auto(core: _Core, *, http: bool, known: str | None) -> Negotiated:
+def _auto(core: _Core, clock: OpeningClock, *, http: bool, known: str | None) -> Negotiated:
     """``auto``: the remembered era's opening request, or the race between the
     probe and the handshake. Raises :class:`_Fresh` when only a fresh
     transport can still connect the way ``protocol="legacy"`` would."""
     if known == LEGACY:
-        return _finish(core, _handshake(core, DEFAULT_HANDSHAKE_VERSION, auto=True))
+        return _finish(core, _handshake(core, clock, DEFAULT_HANDSHAKE_VERSION, auto=True))
     if known == MODERN:
-        outcome = _probe(core, http=http)
+        outcome = _probe(core, clock, http=http)
         if isinstance(outcome, ServerInfo):
             return _finish(core, outcome)
-        return _finish(core, _fallback_handshake(core, http=http))
-    return _finish(core, _Race(core, http=http).run())
+        return _finish(core, _fallback_handshake(core, clock, http=http))
+    return _finish(core, _Race(core, clock, http=http).run())
 
 
 def _finish(core: _Core, info: ServerInfo) -> Negotiated:
@@ -319,25 +321,27 @@ def _finish(core: _Core, info: ServerInfo) -> Negotiated:
 # ------------------------------------------------------------------ legacy
 
 
-def _handshake(core: _Core, version: str, *, pinned: bool = False, auto: bool = False) -> ServerInfo:
+def _handshake(
+    core: _Core, clock: OpeningClock, version: str, *, pinned: bool = False, auto: bool = False
+) -> ServerInfo:
     """``initialize`` at ``version``. A ``-32022`` naming a handshake-era
     version both sides speak is answered once more at that version."""
     try:
-        return _initialize(core, version)
+        return _initialize(core, clock, version)
     except RemoteError as exc:
         retry = _version_to_retry(core, exc, version, pinned=pinned, auto=auto)
         if retry is None:
             raise
-    return _initialize(core, retry)
+    return _initialize(core, clock, retry)
 
 
-def _fallback_handshake(core: _Core, *, http: bool) -> ServerInfo:
+def _fallback_handshake(core: _Core, clock: OpeningClock, *, http: bool) -> ServerInfo:
     """The handshake after a probe that found no modern server. Over stdio a
     ``-32022`` here says the probe set this process to the modern era (a
     server that picks its era at the first request it reads); a fresh one has
     seen nothing. Any other refusal is the handshake's own."""
     try:
-        return _handshake(core, DEFAULT_HANDSHAKE_VERSION, auto=True)
+        return _handshake(core, clock, DEFAULT_HANDSHAKE_VERSION, auto=True)
     except RemoteError as exc:
         if http or exc.code != UNSUPPORTED_PROTOCOL_VERSION:
             raise
@@ -350,12 +354,12 @@ def _legacy_era() -> LegacyEra:
     return LegacyEra(DEFAULT_HANDSHAKE_VERSION, client_info=CLIENT_INFO)
 
 
-def _initialize(core: _Core, version: str) -> ServerInfo:
+def _initialize(core: _Core, clock: OpeningClock, version: str) -> ServerInfo:
     """The handshake proposing ``version``; the era is settled when it passes its checks."""
     from ..core import CLIENT_INFO
 
     era = LegacyEra(version, client_info=CLIENT_INFO)
-    return era.adopt(core, era.open(core, seconds(core.limits.handshake_timeout_ms)), strict=True)
+    return era.adopt(core, era.open(core, OpeningWatch(clock), clock.describe("initialize")), strict=True)
 
 
 def _version_to_retry(
@@ -401,11 +405,11 @@ def _modern(core: _Core, version: str, *, http: bool, pinned: bool = False) -> M
     )
 
 
-def _discover(core: _Core, version: str, *, pinned: bool, http: bool) -> ServerInfo:
+def _discover(core: _Core, clock: OpeningClock, version: str, *, pinned: bool, http: bool) -> ServerInfo:
     """``server/discover`` with no fallback (``protocol="modern"``)."""
     era = _modern(core, version, http=http, pinned=pinned)
     try:
-        result = era.open(core, seconds(core.limits.handshake_timeout_ms))
+        result = era.open(core, OpeningWatch(clock), clock.describe("server/discover"))
     except RemoteError as exc:
         raise ProtocolError(
             f"server {core.server!r} answered server/discover with JSON-RPC error "
@@ -417,16 +421,16 @@ def _discover(core: _Core, version: str, *, pinned: bool, http: bool) -> ServerI
     return info
 
 
-def _probe(core: _Core, *, http: bool) -> ServerInfo | _Fallback:
+def _probe(core: _Core, clock: OpeningClock, *, http: bool) -> ServerInfo | _Fallback:
     """``server/discover`` alone, with the whole handshake budget, to a
     server remembered as modern: the server's info, else a :class:`_Fallback`.
     Raises :class:`_Fresh` when the probe ended the session and a fresh
     transport can try the handshake."""
     era = _modern(core, LATEST_MODERN_VERSION, http=http)
     try:
-        result = era.open(core, seconds(core.limits.handshake_timeout_ms))
+        result = era.open(core, OpeningWatch(clock), clock.describe("server/discover"))
     except McpError as exc:
-        return _refusal(core, exc, http=http)
+        return _refusal(core, clock, exc, http=http)
     info = era.adopt(core, result, strict=False)
     return info if info is not None else _Fallback()
 
@@ -438,7 +442,7 @@ def _modern_evidence(result: object) -> bool:
     return theirs is not None and newest_mutual(theirs, MODERN_PROTOCOL_VERSIONS) is not None
 
 
-def _refusal(core: _Core, exc: McpError, *, http: bool) -> _Fallback:
+def _refusal(core: _Core, clock: OpeningClock, exc: McpError, *, http: bool) -> _Fallback:
     """What a probe's error says: no modern server (a :class:`_Fallback`), or
     raised: versions in common with nobody, credentials, a session ended in
     a way a fresh transport cannot repair. :class:`_Fresh` when it can."""
@@ -452,19 +456,23 @@ def _refusal(core: _Core, exc: McpError, *, http: bool) -> _Fallback:
     # Any other JSON-RPC error, -32022 without a usable list, or twice, a
     # result type this client does not know: no positive evidence, unless
     # the session ended with it.
-    _raise_unless_repairable(core, http)
+    _raise_unless_repairable(core, clock, http)
     return _Fallback()
 
 
-def _raise_unless_repairable(core: _Core, http: bool) -> None:
+def _raise_unless_repairable(core: _Core, clock: OpeningClock, http: bool) -> None:
     """After a probe that ended the session: over stdio a fresh process gets
-    the handshake (it exited, or closed a pipe, or broke a frame rule); over
-    HTTP only a broken reply is worth a fresh transport (a refused connection
-    or token would be refused to the handshake too)."""
+    the handshake (it exited, or closed a pipe, or broke a frame rule), but
+    only when the server read the probe: one that ended before reading it
+    would end the same way before reading the handshake, and a server is
+    never started twice for nothing. Over HTTP only a broken reply is worth
+    a fresh transport (a refused connection or token would be refused to the
+    handshake too)."""
     terminal = core.terminal
     if terminal is None:
         return
-    if isinstance(terminal, ProtocolError) or (not http and isinstance(terminal, ConnectionClosed)):
+    repairable = isinstance(terminal, ProtocolError) or (not http and isinstance(terminal, ConnectionClosed))
+    if repairable and clock.look():  # it read the probe (or nothing tells)
         raise _Fresh
     raise terminal._copy()
 
@@ -477,10 +485,14 @@ class _Race:
     unanswered after the server has read it) the handshake as well; the
     first answer decides, by the rules of the module docstring."""
 
-    def __init__(self, core: _Core, *, http: bool) -> None:
+    def __init__(self, core: _Core, clock: OpeningClock, *, http: bool) -> None:
         self.core = core
+        self.clock = clock
         self.http = http
-        self.deadline = time.monotonic() + seconds(core.limits.handshake_timeout_ms)
+        # Every wait of the race ends by the clock's deadline: the start
+        # budget until the server reads the probe, then the handshake budget
+        # from that read (moved once, by phase one).
+        self.deadline = clock.deadline
         self.modern = _modern(core, LATEST_MODERN_VERSION, http=http)
         self.legacy = _legacy_era()
         # Guards the attempts' outcomes and stop flags (and ``refused``):
@@ -528,90 +540,74 @@ class _Race:
         return Attempt(self.cond, f"mcp_sync-{self.core.server}-{name}", self.deadline, send)
 
     def _send_probe(self, watch: Attempt) -> Any:
-        budget = f"handshake_timeout_ms={self.core.limits.handshake_timeout_ms}"
-        server = self.core.server
         return self.modern.request(
             self.core, "server/discover", {}, self.deadline,
-            lambda: f"server/discover with server {server!r} ({budget})",
-            cancellable=False, watch=watch,
+            self.clock.describe("server/discover"), cancellable=False, watch=watch,
         )  # fmt: skip
 
     def _send_handshake(self, watch: Attempt) -> Any:
         core = self.core
-        budget = f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
         return self.legacy.request(
             core, "initialize",
             self.legacy.initialize_params(core),  # what the handshake alone declares
-            self.deadline,
-            lambda: f"initialize with server {core.server!r} ({budget})",
-            cancellable=False, watch=watch,
+            self.deadline, self.clock.describe("initialize"), cancellable=False, watch=watch,
         )  # fmt: skip
 
-    def _phase_one(self, probe: Attempt, unread: Callable[[], int | None] | None,
-                   grace: float, read_by: float) -> float | None:
+    def _busy(self) -> Callable[[], bool] | None:
+        """Whether the server process is busy, where that can be seen (Linux)."""
+        pid = getattr(self.core.transport, "pid", None) if self.clock.tells else None
+        if isinstance(pid, int) and os.path.isdir(f"/proc/{pid}/task"):
+            return functools.partial(process_busy, pid)
+        return None
+
+    def _phase_one(self, probe: Attempt, grace: float) -> bool:
         """The probe alone, until it is answered or has gone unanswered for
         ``grace`` after the server read it (and stopped being busy, for at
-        most PROBE_BUSY_MAX_MS more). Returns when the server was last seen
-        reading or busy (None: it read nothing by ``read_by``)."""
-        read_at: float | None = None if unread is not None else time.monotonic()
-        first_read = read_at if read_at is not None else 0.0
-        pid = getattr(self.core.transport, "pid", None) if unread is not None else None
-        busy: Callable[[], bool] | None = None
-        if isinstance(pid, int) and os.path.isdir(f"/proc/{pid}/task"):
-            busy = functools.partial(process_busy, pid)
-        # Phase one: the probe alone, until it is answered or has gone
-        # unanswered for the grace period after the server read it.
+        most PROBE_BUSY_MAX_MS more, within half the handshake budget).
+        Returns whether the server read it (False: the start budget ran out)."""
+        clock = self.clock
+        busy = self._busy()
+        seen = 0.0  # when the server was last seen reading or busy
+        last = 0.0  # phase one ends by then, whatever the server does
         with self.cond:
             while not (probe.done or self.refused):
                 now = time.monotonic()
-                if read_at is None:
-                    assert unread is not None
-                    left = unread() if probe.sent else 1
-                    if left is None or left == 0:
-                        read_at = first_read = now
-                    elif now >= read_by:
-                        break
-                    else:
-                        self.cond.wait(min(read_by - now, _TICK))
+                if not seen:
+                    if not (probe.sent and clock.look()):
+                        if now >= clock.deadline:
+                            return False
+                        self.cond.wait(min(clock.deadline - now, TICK))
                         continue
-                if busy is not None and now < first_read + seconds(PROBE_BUSY_MAX_MS) and busy():
-                    read_at = now  # still working on something: perhaps its answer
-                if now >= read_at + grace:
+                    # The server read the probe: the handshake budget runs from here.
+                    assert clock.read_at is not None
+                    seen = clock.read_at
+                    last = seen + min(grace + seconds(PROBE_BUSY_MAX_MS), clock.budget / 2)
+                    self.deadline = probe.deadline = clock.deadline
+                    self.cond.notify_all()
+                if busy is not None and now < last and busy():
+                    seen = now  # still working on something: perhaps its answer
+                end = min(seen + grace, last)
+                if now >= end:
                     break
-                self.cond.wait(min(read_at + grace - now, _TICK if busy is not None else threading.TIMEOUT_MAX))
-        return read_at
+                self.cond.wait(min(end - now, TICK if busy is not None else threading.TIMEOUT_MAX))
+        return clock.reading
 
     def _run(self) -> ServerInfo:
-        core = self.core
-        # A tight handshake budget shortens the grace: the handshake gets a
-        # budget of its own, and the probe stays out as long as it does.
-        budget = seconds(core.limits.handshake_timeout_ms)
-        grace = min(seconds(HTTP_PROBE_GRACE_MS if self.http else PROBE_GRACE_MS), budget / 4)
-        unread: Callable[[], int | None] | None = None if self.http else getattr(
-            core.transport, "stdin_unread", None
-        )
-        read_by = self.deadline  # the server must have read the probe by then
-        # The probe's own wait outlasts phase one: phase one decides.
-        self.deadline += grace + seconds(PROBE_BUSY_MAX_MS)
+        # A tight handshake budget shortens the grace: the handshake keeps
+        # most of the budget, and the probe stays out as long as it does.
+        grace = min(seconds(HTTP_PROBE_GRACE_MS if self.http else PROBE_GRACE_MS), self.clock.budget / 4)
         probe = self.probe = self._start("probe", self._send_probe)
-        read_at = self._phase_one(probe, unread, grace, read_by)
+        read = self._phase_one(probe, grace)
         with self.cond:
             settled = probe.done or self.refused
         self._reraise()
         if settled:
             return self._after_probe()
-        if read_at is None:
+        if not read:
             # Never read: the handshake alone would not have been either.
             probe.stop()
             probe.join()
-            raise Timeout(
-                f"server {core.server!r} read nothing within "
-                f"handshake_timeout_ms={core.limits.handshake_timeout_ms}"
-            )
-        self.deadline = time.monotonic() + budget
-        with self.cond:
-            probe.deadline = self.deadline
-            self.cond.notify_all()
+            raise self.clock.not_read()
         handshake = self._start("handshake", self._send_handshake)
         with self.cond:
             self.handshake = handshake
@@ -625,6 +621,11 @@ class _Race:
             return self._probe_first()
         return self._handshake_first()
 
+    def _grace_left(self) -> float:
+        """How long a verdict may wait for the other attempt: the grace,
+        within the negotiation's deadline."""
+        return max(0.0, min(seconds(PROBE_GRACE_MS), self.deadline - time.monotonic()))
+
     # ------------------------------------------------------------ verdicts
 
     def _after_probe(self) -> ServerInfo:
@@ -635,12 +636,12 @@ class _Race:
         probe.join()
         if not self.refused:
             if probe.error is not None:
-                _refusal(self.core, probe.error, http=self.http)
+                _refusal(self.core, self.clock, probe.error, http=self.http)
             else:
                 info = self.modern.adopt(self.core, probe.result, strict=False)
                 if info is not None:
                     return info
-        return _fallback_handshake(self.core, http=self.http)
+        return _fallback_handshake(self.core, self.clock, http=self.http)
 
     def _probe_first(self) -> ServerInfo:
         """The probe was answered while the handshake was out."""
@@ -648,7 +649,7 @@ class _Race:
         assert probe is not None and handshake is not None
         if probe.error is not None or not _modern_evidence(probe.result):
             if probe.error is not None:
-                _refusal(self.core, probe.error, http=self.http)
+                _refusal(self.core, self.clock, probe.error, http=self.http)
             elif probe.result is not None:
                 self.modern.adopt(self.core, probe.result, strict=False)  # disjoint versions raise
             return self._handshake_outcome()
@@ -656,7 +657,7 @@ class _Race:
             # Did the handshake pin this process to its era? Its answer, when
             # it comes within the grace period, says.
             with self.cond:
-                self.cond.wait_for(lambda: handshake.done, seconds(PROBE_GRACE_MS))
+                self.cond.wait_for(lambda: handshake.done, self._grace_left())
             self._reraise()
             if handshake.done and handshake.error is None:
                 return self._legacy(handshake.result)
@@ -680,7 +681,7 @@ class _Race:
             # A modern server that reads requests in order answered the probe
             # first; one that answers them at once may be a moment behind.
             with self.cond:
-                self.cond.wait_for(lambda: probe.done, seconds(PROBE_GRACE_MS))
+                self.cond.wait_for(lambda: probe.done, self._grace_left())
             self._reraise()
             if probe.done and probe.error is None and _modern_evidence(probe.result):
                 info = self.modern.adopt(self.core, probe.result, strict=False)
@@ -706,14 +707,14 @@ class _Race:
         if isinstance(error, RemoteError):
             retry = _version_to_retry(core, error, DEFAULT_HANDSHAKE_VERSION, pinned=False, auto=True)
             if retry is not None:
-                return _initialize(core, retry)
+                return _initialize(core, self.clock, retry)
             if self.http or error.code != UNSUPPORTED_PROTOCOL_VERSION:
                 raise error
             raise _Fresh
         if core.terminal is not None and not answered(self.probe):
             # The session ended with the probe unanswered: the server may
             # have exited on reading it (an SDK 1.x server does).
-            _raise_unless_repairable(core, self.http)
+            _raise_unless_repairable(core, self.clock, self.http)
         raise error
 
     def _legacy(self, result: Any) -> ServerInfo:
