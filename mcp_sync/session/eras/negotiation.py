@@ -74,6 +74,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..._log import TRACING
 from ...protocol.catalog import ServerInfo
 from ...protocol.errors import (
     AuthError,
@@ -424,7 +425,8 @@ def _probe(core: _Core, *, http: bool) -> ServerInfo | _Fallback:
     transport can try the handshake."""
     era = _modern(core, LATEST_MODERN_VERSION, http=http)
     try:
-        result = era.open(core, seconds(core.limits.handshake_timeout_ms))
+        with TRACING.probe():
+            result = era.open(core, seconds(core.limits.handshake_timeout_ms))
     except McpError as exc:
         return _refusal(core, exc, http=http)
     info = era.adopt(core, result, strict=False)
@@ -530,11 +532,12 @@ class _Race:
     def _send_probe(self, watch: Attempt) -> Any:
         budget = f"handshake_timeout_ms={self.core.limits.handshake_timeout_ms}"
         server = self.core.server
-        return self.modern.request(
-            self.core, "server/discover", {}, self.deadline,
-            lambda: f"server/discover with server {server!r} ({budget})",
-            cancellable=False, watch=watch,
-        )  # fmt: skip
+        with TRACING.probe():
+            return self.modern.request(
+                self.core, "server/discover", {}, self.deadline,
+                lambda: f"server/discover with server {server!r} ({budget})",
+                cancellable=False, watch=watch,
+            )  # fmt: skip
 
     def _send_handshake(self, watch: Attempt) -> Any:
         core = self.core
