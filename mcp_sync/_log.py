@@ -35,7 +35,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .protocol.errors import McpError, ProtocolError
@@ -306,6 +306,20 @@ class _Tracing:
 
     def set_inside(self, value: bool) -> None:
         self._local.inside = value
+
+    def probing(self) -> bool:
+        """Whether this thread is sending ``protocol="auto"``'s era probe,
+        whose refusal is an answer (a server of the handshake era), not a failure."""
+        return getattr(self._local, "probe", False)
+
+    @contextlib.contextmanager
+    def probe(self) -> Iterator[None]:
+        """The requests this thread sends inside are the era probe."""
+        self._local.probe = True
+        try:
+            yield
+        finally:
+            self._local.probe = False
 
 
 TRACING = _Tracing()

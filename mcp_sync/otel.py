@@ -26,8 +26,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._log import TRACING
-from .protocol.errors import McpError, RemoteError, missing_extra
+from .protocol.errors import McpError, RemoteError, Timeout, missing_extra
 from .protocol.redaction import redact_url
+from .session.eras.modern import META_PROTOCOL_VERSION, NoCommonVersion
 
 __all__ = ["instrument", "is_instrumented", "uninstrument"]
 
@@ -77,10 +78,17 @@ def _log_context(server: str) -> dict[str, str] | None:
     return {"otelTraceID": format(context.trace_id, "032x"), "otelSpanID": format(context.span_id, "016x")}
 
 
-def _attributes(core: Any, method: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def _attributes(core: Any, method: str, params: Mapping[str, Any], probe: bool) -> tuple[str, dict[str, Any]]:
     attributes: dict[str, Any] = {"mcp.method.name": method, "mcp_sync.server": core.server}
     era = getattr(core, "era", None)
-    if era is not None:
+    if probe:
+        # Sent in the modern era's framing before the session's era is settled.
+        attributes["mcp_sync.era"] = "modern"
+        meta = params.get("_meta")
+        version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+        if isinstance(version, str):
+            attributes["mcp.protocol.version"] = version
+    elif era is not None:
         attributes["mcp_sync.era"] = era.name
         if era.version is not None:
             attributes["mcp.protocol.version"] = era.version
@@ -127,6 +135,24 @@ def _with_context(params: Mapping[str, Any], context: Any) -> dict[str, Any]:
     return out
 
 
+PROBE_OUTCOME = "mcp_sync.probe.outcome"
+"""The attribute of the era probe's span (``server/discover`` sent by
+``protocol="auto"``): ``answered`` (a modern server), ``refused`` (a JSON-RPC
+error: a server of the handshake era, which is then sent ``initialize``),
+``superseded`` (the handshake was answered first and the probe no longer
+waited for) or ``failed`` (the span's status says why)."""
+
+
+def _probe_outcome(error: BaseException, watch: Any) -> str | None:
+    """The outcome of a probe that raised, when it is an expected one."""
+    if isinstance(error, (RemoteError, NoCommonVersion)):
+        return "refused"
+    # The race stops waiting for the probe once the handshake decides.
+    if isinstance(error, Timeout) and getattr(watch, "stopped", False):
+        return "superseded"
+    return None
+
+
 def _make_hook(tracer: Any) -> Callable[..., Any]:
     from opentelemetry import trace
     from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -135,7 +161,8 @@ def _make_hook(tracer: Any) -> Callable[..., Any]:
         core: Any, method: str, params: dict[str, Any], timeout: float, describe: Any,
         cancellable: bool, watch: Any, headers: Any,
     ) -> Any:  # fmt: skip
-        name, attributes = _attributes(core, method, params)
+        probe = TRACING.probing()
+        name, attributes = _attributes(core, method, params, probe)
         with tracer.start_as_current_span(
             name, kind=SpanKind.CLIENT, attributes=attributes, record_exception=False, set_status_on_exception=False
         ) as span:
@@ -149,10 +176,17 @@ def _make_hook(tracer: Any) -> Callable[..., Any]:
                     method, sent, timeout, describe, cancellable=cancellable, watch=watch, headers=headers
                 )
             except BaseException as exc:
-                kind = exc.kind if isinstance(exc, McpError) else type(exc).__qualname__
-                span.set_attribute("error.type", kind)
                 if isinstance(exc, RemoteError):
                     span.set_attribute("rpc.response.status_code", str(exc.code))
+                outcome = _probe_outcome(exc, watch) if probe else None
+                if outcome is not None:
+                    # The era probe's expected answers: the handshake follows.
+                    span.set_attribute(PROBE_OUTCOME, outcome)
+                    raise
+                kind = exc.kind if isinstance(exc, McpError) else type(exc).__qualname__
+                if probe:
+                    span.set_attribute(PROBE_OUTCOME, "failed")
+                span.set_attribute("error.type", kind)
                 span.set_status(Status(StatusCode.ERROR, kind))
                 raise
             finally:
@@ -163,6 +197,8 @@ def _make_hook(tracer: Any) -> Callable[..., Any]:
                         spans.remove(span)
                         if not spans:
                             del _in_flight[server]
+            if probe:
+                span.set_attribute(PROBE_OUTCOME, "answered")
             if method == "tools/call" and isinstance(result, Mapping) and result.get("isError") is True:
                 span.set_attribute("error.type", "tool_error")
                 span.set_status(Status(StatusCode.ERROR, "tool_error"))

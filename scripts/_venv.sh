@@ -48,7 +48,7 @@ ensure_venv() {
 
 # ensure_uv: put the pinned uv into .venv, or say why not. uv resolves and installs
 # the same packages from the same index as pip, several times faster (a fresh .venv
-# for '.[dev]': about 30 s against about 2 minutes for pip on a 2-core machine).
+# for the dev group: about 30 s against about 2 minutes for pip on a 2-core machine).
 # Installs byte-compile everything, as pip does: with PYTHONDONTWRITEBYTECODE set, a
 # module without a .pyc is compiled again by every process that imports it, and the
 # suite starts hundreds. pip stays the fallback: if uv cannot be installed (no wheel
@@ -71,6 +71,8 @@ choose_installer() {
     [ -n "$INSTALLER" ] && return 0
     if ensure_uv; then INSTALLER=uv; else INSTALLER=pip; fi
 }
+# A dependency group (`--group NAME`, PEP 735) needs pip 25.1 or newer, which the
+# fallback installs into that environment first.
 install_into() {
     local py="$1"
     shift
@@ -78,11 +80,15 @@ install_into() {
     if [ "$INSTALLER" = uv ]; then
         "$UV" pip install --compile-bytecode --python "$py" "$@"
     else
+        case " $* " in
+            *" --group "*) "$py" -m pip install --disable-pip-version-check -q 'pip>=25.1' ;;
+        esac
         "$py" -m pip install --disable-pip-version-check "$@"
     fi
 }
 
-# pip_install SPEC: `pip install -e SPEC` into .venv (through uv when it can be had).
+# pip_install SPEC [ARGS...]: `pip install -e SPEC ARGS...` into .venv (through uv when
+# it can be had); scripts/test passes `. --group dev`, the test suite's dependency group.
 # The installer's own output (including pip's warnings about this machine's extra package
 # indexes) goes to a log that is shown only when the install fails; a line every 30 s
 # says it is still going. A stamp per SPEC holding the hash of pyproject.toml skips the
@@ -90,11 +96,13 @@ install_into() {
 # are kept between runs, so a reinstall downloads nothing it has seen.
 pip_install() {
     local spec="$1"
-    local name="${spec//[^a-z]/}"
+    shift
+    local what="'$spec'${*:+ $*}"
+    local name="${what//[^a-z]/}"
     local stamp="$VENV/.mcp_sync-install-stamp-${name:-base}"
     local want
-    want="$spec $(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
-    phase "pip install -e '$spec'"
+    want="$what $(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+    phase "pip install -e $what"
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         phase_done "up to date with pyproject.toml"
         return
@@ -103,7 +111,7 @@ pip_install() {
     choose_installer  # here, not in the background job: INSTALLER is read below
     local tool="$INSTALLER"
     echo "    (a first install downloads and unpacks every package with $tool; log: $log)" >&2
-    install_into "$VPY" -e "$spec" >"$log" 2>&1 &
+    install_into "$VPY" -e "$spec" "$@" >"$log" 2>&1 &
     local pip_pid=$! rc=0
     while kill -0 "$pip_pid" 2>/dev/null; do
         local waited=0
@@ -120,7 +128,7 @@ pip_install() {
     wait "$pip_pid" || rc=$?
     if [ "$rc" -ne 0 ]; then
         cat "$log" >&2
-        die "$tool install -e '$spec' failed (log above, also in $log)"
+        die "$tool install -e $what failed (log above, also in $log)"
     fi
     printf '%s\n' "$want" >"$stamp"
     local installed

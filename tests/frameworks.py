@@ -208,14 +208,14 @@ def redis_server(root: Path) -> Iterator[str]:
     """A private Redis server on a free loopback port, for as long as the block runs:
     yields its URL. Skips (fails when peers are required, as in CI) without
     ``redis-server`` on PATH (Debian's package; scripts/test installs it as root) or
-    the ``redis`` client package (the dev extra)."""
+    the ``redis`` client package (the dev dependency group)."""
     exe = shutil.which("redis-server")
     if exe is None:
         missing_peer("redis-server is not installed (apt-get install redis-server)")
     try:
         import redis  # noqa: F401  (kombu's Redis transport imports it in the worker)
     except ImportError:
-        missing_peer("the redis client package is not installed (pip install -e '.[dev]')")
+        missing_peer("the redis client package is not installed (pip install -e . --group dev)")
     data = root / "redis"
     data.mkdir()
     port = free_port()

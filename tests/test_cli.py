@@ -339,15 +339,16 @@ def test_a_failing_server_shows_the_tail_of_its_own_stderr(tmp_path: Path) -> No
             'mcp-sync: server "broken" (entry 1 of --mcp-config servers.json) failed to connect: '
             "connection_closed: exited with code 1"
         )
-        # The last lines, escaped; the value of a variable the server was given is masked.
+        # Its lines, escaped; the value of a variable the server was given is masked.
         assert lines[1:-1] == [
             "  its stderr ended with:",
+            "    starting",
             "    still starting",
-            lines[3],
+            lines[4],
             "    Traceback (most recent call last):",
             "    \\x1b[31mModuleNotFoundError: No module named mcp_sync\\u202e",
         ]
-        assert lines[3].startswith("    loading the token ") and "0123456789abcdef" not in lines[3]
+        assert lines[4].startswith("    loading the token ") and "0123456789abcdef" not in lines[4]
         assert lines[-1] == HINT
     checked = run("--mcp-config", "servers.json", "check", cwd=tmp_path)
     assert checked.returncode == 3

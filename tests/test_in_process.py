@@ -1,6 +1,6 @@
 """connect_in_process: a Session on an official-SDK server object, no subprocess.
 
-The server is the real SDK (mcp 2.3.0, the dev extra's): its loop runs on one
+The server is the real SDK (mcp 2.3.0, the dev dependency group's): its loop runs on one
 library thread that close() stops and joins (the autouse leak check fails any
 test that leaves it). The Django test case of docs/guides/test-a-python-server-in-process.md
 runs here as Django runs it.
@@ -23,7 +23,7 @@ from test_docs import fenced_blocks
 import mcp_sync
 from mcp_sync.testing import connect_in_process
 
-mcpserver = pytest.importorskip("mcp.server.mcpserver")  # the dev extra pins mcp
+mcpserver = pytest.importorskip("mcp.server.mcpserver")  # the dev dependency group pins mcp
 pytest.importorskip("mcp.server.mcpserver.exceptions")
 anyio = pytest.importorskip("anyio")
 

@@ -323,6 +323,10 @@ def test_the_wheel_ships_py_typed_the_testing_package_the_command_and_the_licens
     assert "License-File: LICENSE" in meta
     assert "Classifier: Programming Language :: Python :: 3.13" in meta
     assert "Requires-Python: >=3.11" in meta
+    # What the tests need is a dependency group, never a published extra.
+    extras = {line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Provides-Extra:")}
+    assert extras == {"http", "validation", "auth", "langchain", "otel", "skills", "testing"}
+    assert "Requires-Dist: pytest" not in meta
 
 
 def _runtime_closure(name: str) -> set[str]:

@@ -412,7 +412,7 @@ def test_observer_gets_the_tail_on_failure_only() -> None:
         connect_fake("--stderr", "booting", "--stderr", "no tools today", "--exit-on", "tools/list",
                      diagnostics=events.append)
     assert [e.kind for e in events] == ["stderr"]
-    assert events[0].detail.reveal() == "booting | no tools today"
+    assert events[0].detail.reveal() == "booting\nno tools today"
     assert "booting" not in repr(events[0]) and str(events[0].detail) == "Redacted(...)"
 
 

@@ -159,3 +159,60 @@ def test_a_missing_opentelemetry_is_a_missing_extra(monkeypatch: pytest.MonkeyPa
         otel.instrument()
     assert raised.value.extra == "otel"
     assert not otel.is_instrumented()
+
+
+# ------------------------------------------------------------------ the era probe
+
+
+def _connect_spans(spans: InMemorySpanExporter) -> list[Any]:
+    return sorted(spans.get_finished_spans(), key=lambda span: span.start_time)
+
+
+def test_a_handshake_era_servers_refusal_of_the_probe_is_no_error(
+    spans: InMemorySpanExporter, everything_stdio_cmd: list[str]
+) -> None:
+    """server-everything (the handshake era) answers ``server/discover`` with
+    -32601: an answer about its era, recorded as the probe's outcome. A healthy
+    connect has no span in error."""
+    command, *args = everything_stdio_cmd
+    with mcp_sync.connect(server="everything", command=command, args=args) as session:
+        assert session.era == "legacy"
+        session.call_tool("echo", {"message": "hi"})
+    trace_ = _connect_spans(spans)
+    assert [span.name for span in trace_] == ["server/discover", "initialize", "tools/list", "tools/call echo"]
+    assert [span.status.status_code for span in trace_] == [StatusCode.UNSET] * 4
+    probe = trace_[0]
+    assert dict(probe.attributes) == {
+        "mcp.method.name": "server/discover",
+        "mcp_sync.server": "everything",
+        "mcp_sync.era": "modern",
+        "mcp.protocol.version": "2026-07-28",
+        "network.transport": "pipe",
+        "rpc.response.status_code": "-32601",
+        "mcp_sync.probe.outcome": "refused",
+    }
+
+
+def test_a_probe_the_handshake_overtook_and_a_modern_answer(spans: InMemorySpanExporter) -> None:
+    # A server that never answers the probe: the handshake, sent once the
+    # server has read it, decides, and the probe is no longer waited for.
+    with connect_fake("--era", "legacy", "--hang-on", "server/discover", server="quiet"):
+        pass
+    with connect_fake("--era", "modern", server="modern"):
+        pass
+    probes = [span for span in _connect_spans(spans) if span.name == "server/discover"]
+    assert [(span.attributes["mcp_sync.server"], span.attributes[otel.PROBE_OUTCOME]) for span in probes] == [
+        ("quiet", "superseded"),
+        ("modern", "answered"),
+    ]
+    assert all(span.status.status_code is StatusCode.UNSET for span in spans.get_finished_spans())
+
+
+def test_server_discover_refused_without_a_fallback_is_an_error(spans: InMemorySpanExporter) -> None:
+    """protocol="modern" sends no probe: a refusal fails the connect, and its span says so."""
+    with pytest.raises(mcp_sync.ProtocolError):
+        connect_fake("--era", "legacy", protocol="modern")
+    (span,) = spans.get_finished_spans()
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes["error.type"] == "remote_error"
+    assert otel.PROBE_OUTCOME not in span.attributes

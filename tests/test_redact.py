@@ -11,7 +11,8 @@ import pytest
 from support import connect_fake, timed
 
 import mcp_sync
-from mcp_sync.protocol.redaction import MAX_STDERR_LINE_BYTES, StderrTail, redact
+from mcp_sync.protocol.redaction import MAX_STDERR_LINE_BYTES, redact
+from mcp_sync.protocol.stderr_tail import StderrTail
 
 # Each case: a line, and the secret in it that must not survive.
 SHAPES = [
@@ -60,7 +61,7 @@ def test_a_pem_key_over_several_lines_is_withheld_line_by_line() -> None:
     text = tail.text()
     assert "b3BlbnNzaC1rZXktdjE" not in text and "AAAABG5vbmUAAAAE" not in text
     # Outside the key nothing is withheld, certificates included.
-    assert text.startswith("before | ") and "after" in text and "MIIpublic" in text
+    assert text.startswith("before\n") and "after" in text and "MIIpublic" in text
 
 
 # Near-misses: a trigger repeated up to the line bound, each a prefix a pattern

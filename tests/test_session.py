@@ -447,13 +447,13 @@ def test_handshake_failures_leave_nothing_running(tmp_path: Path) -> None:
     assert not library_threads()
 
 
-def test_spawn_failed_names_no_command(tmp_path: Path) -> None:
+def test_spawn_failed_names_the_command_and_none_of_its_arguments(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-such-server")
     with pytest.raises(mcp_sync.SpawnFailed) as caught:
         mcp_sync.connect(server="ghost", command=missing, args=["--token", "abc"])
     assert caught.value.kind == "spawn_failed"
-    assert missing not in str(caught.value) and "abc" not in str(caught.value)
-    assert "ghost" in str(caught.value)
+    assert str(caught.value) == f"server 'ghost' could not be started: command {missing!r} not found"
+    assert "abc" not in str(caught.value)
 
 
 def test_child_environment_is_an_allowlist(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Skills over MCP (SEP-2640): listing, getting, loading and reading skill files.
 
-A real server (fastmcp, pinned in the dev extra, serving a skills folder over
+A real server (fastmcp, pinned in the dev dependency group, serving a skills folder over
 stdio) and the fake server answering with hostile entries and contents: each
 failed check raises its own kind, names the file and the server, leaks none of
 the content, reads nothing it should not, and leaves the session open.
@@ -84,7 +84,7 @@ def fastmcp_session(skills_root: Path) -> Iterator[mcp_sync.Session]:
     try:
         import fastmcp  # noqa: F401
     except ImportError:
-        missing_peer("fastmcp is not installed (the dev extra pins it)")
+        missing_peer("fastmcp is not installed (the dev dependency group pins it)")
     script = REPO_ROOT / "tests" / "peers" / "fastmcp_skills_server.py"
     with mcp_sync.connect(
         server="skills", command=sys.executable, args=[str(script), str(skills_root)],

@@ -42,8 +42,9 @@ EXIT_INTERRUPTED = 130
 CONFIG_ENV = "MCP_SYNC_CONFIG"
 PROG = "mcp-sync"
 DESCRIPTION_WIDTH = 100
-# How much of a failed server's stderr a message shows: the last lines say why.
-STDERR_LINES = 4
+# How much of a failed server's stderr a message shows: the lines that say
+# why (mcp_sync.protocol.stderr_tail chooses them), each cut to a width.
+STDERR_LINES = 12
 STDERR_LINE_CHARS = 160
 SERVER_HINT = f"'{PROG} check' tests each one; --server NAME picks the ones to use"
 
@@ -128,14 +129,31 @@ def call_arguments(texts: Sequence[str] | None, *, strings: bool = False) -> dic
     return merged
 
 
+_JSON_OPENERS = ("{", "[", '"')
+
+
+def looks_like_argument(text: str) -> bool:
+    """Whether a word after ``--args`` is meant as arguments: ``@FILE``,
+    ``KEY=VALUE``, or JSON (an object, or what is written like one)."""
+    if text.startswith("@") or "=" in text or text.lstrip().startswith(_JSON_OPENERS):
+        return True
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _one_argument(text: str, strings: bool) -> dict[str, Any]:
     if text.startswith("@"):
         return _json_object(_read_arguments_file(text[1:]), f"--args @{escape(text[1:])}")
     key, equals, value = text.partition("=")
-    if equals and not text.lstrip().startswith(("{", "[", '"')):
+    if equals and not text.lstrip().startswith(_JSON_OPENERS):
         if not key:
             usage(f"--args {quoted(text)}: KEY=VALUE needs a key")
         return {key: value if strings else _json_or_text(value)}
+    if not looks_like_argument(text):
+        usage(f"--args {quoted(text)}: expected KEY=VALUE, a JSON object or @FILE.json")
     return _json_object(text, "--args")
 
 
@@ -399,7 +417,7 @@ class Server:
     session: Session | None = None
     error: BaseException | None = None
     # The redacted tail of the server's stderr, delivered by the session's
-    # diagnostics observer when the server failed ("a | b | c").
+    # diagnostics observer when the server failed (lines joined with "\n").
     stderr: str = ""
     # The era auto settled for this server: a later connect in this process
     # sends that era's opening request alone (see mcp_sync.session.eras.negotiation).
@@ -410,10 +428,11 @@ class Server:
             self.stderr = str(event.detail.reveal())
 
     def stderr_lines(self, indent: str) -> list[str]:
-        """The last few lines of its stderr, escaped, each under ``indent``."""
-        lines = [line for line in self.stderr.split(" | ") if line.strip()]
+        """The lines of its stderr that say most, escaped, each under ``indent``."""
+        from ..protocol.stderr_tail import pick_lines
+
         shown = []
-        for line in lines[-STDERR_LINES:]:
+        for line in pick_lines(self.stderr, max_lines=STDERR_LINES) if self.stderr else ():
             text = escape(line)
             if len(text) > STDERR_LINE_CHARS:
                 text = text[: STDERR_LINE_CHARS - 1] + "…"

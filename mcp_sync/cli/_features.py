@@ -39,8 +39,9 @@ __all__ = ["FEATURE_COMMANDS", "add_feature_commands", "run_feature_command"]
 FEATURE_COMMANDS = frozenset({"resources", "read", "prompts", "prompt"})
 
 
-def add_feature_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the subcommands to the ``mcp-sync`` parser."""
+def add_feature_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Add the subcommands to the ``mcp-sync`` parser; returns ``prompt``'s,
+    whose name ``--args`` may take."""
     resources = sub.add_parser("resources", parents=[common], help="list the resources of every configured server")
     resources.add_argument("--templates", action="store_true", help="list resource templates instead")
     resources.add_argument("--json", action="store_true", help="print them as JSON")
@@ -52,15 +53,24 @@ def add_feature_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     prompts = sub.add_parser("prompts", parents=[common], help="list the prompts of every configured server")
     prompts.add_argument("--json", action="store_true", help="print them as JSON")
 
-    prompt = sub.add_parser("prompt", parents=[common], help="get one prompt and print its messages")
-    prompt.add_argument("name", metavar="NAME", help="the prompt's name")
+    prompt = sub.add_parser(
+        "prompt",
+        parents=[common],
+        help="get one prompt and print its messages",
+        usage=f"{PROG} prompt NAME [--args ARG [ARG ...]] [--json] [--server NAME] "
+        "[--mcp-config PATH | --from CLIENT [--trust-project]]",
+    )
+    prompt.add_argument("name", metavar="NAME", nargs="?", help="the prompt's name")
     prompt.add_argument(
         "--args",
-        metavar="JSON|KEY=VALUE|@FILE",
-        action="append",
-        help="its arguments: a JSON object of strings, KEY=VALUE or @FILE.json (repeatable)",
+        metavar="ARG",
+        nargs="+",
+        action="extend",
+        help="its arguments, one or more after each --args: a JSON object of strings, KEY=VALUE "
+        "or @FILE.json",
     )
     prompt.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    return {"prompt": prompt}
 
 
 def run_feature_command(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

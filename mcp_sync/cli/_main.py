@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config.locations import CLIENTS
 from ..model_tools import PROVIDERS
-from ._common import CONFIG_ENV, EXIT_INTERRUPTED, EXIT_USAGE, PROG, CliExit
+from ._common import CONFIG_ENV, EXIT_INTERRUPTED, EXIT_USAGE, PROG, CliExit, looks_like_argument
 from ._features import FEATURE_COMMANDS, add_feature_commands, run_feature_command
 from ._tools import cmd_call, cmd_check, cmd_demo, cmd_example_config, cmd_tools
 from ._version import version_report
@@ -50,47 +50,53 @@ def _seconds(text: str) -> int:
     return max(1, round(value * 1000))
 
 
-def _parser() -> argparse.ArgumentParser:
-    config_help = f"the JSON file of servers (default: ${CONFIG_ENV}; this flag wins)"
+def _global_options(parser: argparse.ArgumentParser, *, after: bool) -> None:
+    """The options every command that reads a config takes, on either side of
+    the command's name. Given after it, a value leaves one given before it in
+    place unless it names the same option again (``SUPPRESS``); ``--server``
+    collects its names from both sides (``server_before`` holds the first)."""
+    kept: dict[str, Any] = {"default": argparse.SUPPRESS} if after else {}
+    if after:
+        parser.add_argument("--version", action=_Version, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--mcp-config", metavar="PATH", **kept,
+        help=f"the JSON file of servers (default: ${CONFIG_ENV}; this flag wins)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--from", dest="from_client", choices=CLIENTS, **kept,
+        help="read the servers another MCP client runs, from its well-known config file "
+        "(the project's first, then the user's)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--trust-project", action="store_true", **kept,
+        help="run the commands, and send requests to the URLs, of a project's file read by --from "
+        "(a checkout's .mcp.json) without asking",
+    )  # fmt: skip
+    parser.add_argument(
+        "--server", dest="server" if after else "server_before", metavar="NAME", action="append",
+        help="connect only this configured server (repeatable; default: every one)",
+    )  # fmt: skip
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser, and the subcommands' parsers whose name argument
+    ``--args`` may have taken (see :func:`_flow_after_args`)."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Connect the MCP servers of a config file and list or call their tools.",
         epilog=(
+            "The options above may also be given after the command. "
             "exit codes: 0 ok, 1 the tool reported an error, 2 usage or config error, "
             "3 a server failed to connect, 4 the call failed, 130 interrupted, 141 stdout closed. "
             f"Try '{PROG} demo' to see the bundled example server."
         ),
     )
-    from_help = (
-        "read the servers another MCP client runs, from its well-known config file "
-        "(the project's first, then the user's)"
-    )
     parser.add_argument(
         "--version", action=_Version, help="print the version, and warn when mcp_sync is not this project's"
     )
-    parser.add_argument("--mcp-config", metavar="PATH", help=config_help)
-    parser.add_argument("--from", dest="from_client", choices=CLIENTS, help=from_help)
-    trust_help = (
-        "run the commands, and send requests to the URLs, of a project's file read by --from "
-        "(a checkout's .mcp.json) without asking"
-    )
-    parser.add_argument("--trust-project", action="store_true", help=trust_help)
-    # The flags are also accepted after the subcommand; SUPPRESS keeps a value
-    # given before it from being overwritten with None.
+    _global_options(parser, after=False)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--mcp-config", metavar="PATH", default=argparse.SUPPRESS, help=config_help)
-    common.add_argument(
-        "--from", dest="from_client", choices=CLIENTS, default=argparse.SUPPRESS, help=from_help
-    )
-    common.add_argument(
-        "--trust-project", action="store_true", default=argparse.SUPPRESS, help=trust_help
-    )
-    common.add_argument(
-        "--server",
-        metavar="NAME",
-        action="append",
-        help="connect only this configured server (repeatable; default: every one)",
-    )
+    _global_options(common, after=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -104,16 +110,26 @@ def _parser() -> argparse.ArgumentParser:
         "list: " + ", ".join(PROVIDERS),
     )
 
-    call = sub.add_parser("call", parents=[common], help="call one flow and print its result")
+    call = sub.add_parser(
+        "call",
+        parents=[common],
+        help="call one flow and print its result",
+        usage=f"{PROG} call FLOW [--args ARG [ARG ...]] [--timeout SECONDS] [--json] [--server NAME] "
+        "[--mcp-config PATH | --from CLIENT [--trust-project]]",
+    )
     call.add_argument(
-        "flow", metavar="FLOW", help="the flow name (mcp/example/echo), or the tool's name when only one server has it"
+        "flow",
+        metavar="FLOW",
+        nargs="?",
+        help="the flow name (mcp/example/echo), or the tool's name when only one server has it",
     )
     call.add_argument(
         "--args",
-        metavar="JSON|KEY=VALUE|@FILE",
-        action="append",
-        help="the arguments (repeatable): a JSON object, KEY=VALUE (VALUE is JSON when it parses, "
-        "text otherwise), or @FILE.json (default: none)",
+        metavar="ARG",
+        nargs="+",
+        action="extend",
+        help="the arguments, one or more after each --args: a JSON object, KEY=VALUE (VALUE is "
+        "JSON when it parses, text otherwise), or @FILE.json (default: none)",
     )
     call.add_argument(
         "--timeout",
@@ -131,8 +147,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("demo", help="run the bundled example server (needs no config)")
     sub.add_parser("example-config", help="print a config that runs the bundled example server")
-    add_feature_commands(sub, common)
-    return parser
+    named = {"call": call, **add_feature_commands(sub, common)}
+    return parser, named
+
+
+_NAME_ARGUMENT = {"call": "flow", "prompt": "name"}
+
+
+def _flow_after_args(ns: argparse.Namespace, named: dict[str, argparse.ArgumentParser]) -> None:
+    """``call --args a=1 b=2 FLOW``: ``--args`` takes every word up to the next
+    option, so a last word that cannot be an argument (no ``=``, not JSON,
+    not ``@FILE``) is the name the command needs."""
+    dest = _NAME_ARGUMENT.get(ns.command)
+    if dest is None or getattr(ns, dest) is not None:
+        return
+    words: list[str] = ns.args or []
+    if words and not looks_like_argument(words[-1]):
+        setattr(ns, dest, words.pop())
+        ns.args = words or None
+        return
+    named[ns.command].error(f"the following arguments are required: {dest.upper()}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,10 +193,15 @@ def _stdout_to_devnull() -> None:
 
 def _run(argv: Sequence[str] | None) -> int:
     out, err = sys.stdout, sys.stderr
+    parser, named = _parser()
     try:
-        ns = _parser().parse_args(argv)
+        ns = parser.parse_args(argv)
+        _flow_after_args(ns, named)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if hasattr(ns, "server_before"):
+        before, after = ns.server_before or [], getattr(ns, "server", None) or []
+        ns.server = [*before, *after] or None
     try:
         if ns.command == "tools":
             return cmd_tools(ns, out)

@@ -262,13 +262,16 @@ def cmd_demo(out: IO[str], err: IO[str]) -> int:
 
 
 def cmd_example_config(out: IO[str]) -> int:
-    config = [
-        {
-            "server": "example",
-            "command": sys.executable,
-            "args": ["-m", "mcp_sync.testing"],
-            "requestTimeoutMs": 30000,
+    # The shape Claude Desktop, Cursor and most clients write; the entry's
+    # name is its key.
+    config = {
+        "mcpServers": {
+            "example": {
+                "command": sys.executable,
+                "args": ["-m", "mcp_sync.testing"],
+                "requestTimeoutMs": 30000,
+            }
         }
-    ]
+    }
     out.write(to_json(config) + "\n")
     return EXIT_OK

@@ -5,8 +5,8 @@ error kinds (``errors``), the limits and their checks (``limits``), JSON-RPC
 frames and the checks on inbound bytes (``frames``, ``oversize``), the tool
 catalog and deep freezing (``catalog``), typed results (``typed_results``),
 structured output checks and the linear-time engine for a server's regular
-expressions (``output_check``, ``patterns``), redaction and text made safe to
-show (``redaction``, ``text``), secrets that refuse to print (``secret``),
+expressions (``output_check``, ``patterns``), redaction, the stderr tail and
+text made safe to show (``redaction``, ``stderr_tail``, ``text``), secrets that refuse to print (``secret``),
 protocol revisions (``versions``), roots (``roots``) and the declaration side
 of flows (``flow_declarations``).
 

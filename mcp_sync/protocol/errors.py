@@ -2,7 +2,8 @@
 
 Every failure a session can report is an :class:`McpError` with a stable
 ``kind``. Messages are model-safe: they name the server, the option or limit
-that was tripped and the tool, and never carry process ids, command lines,
+that was tripped and the tool (and a command that could not be started, as
+its config wrote it), and never carry process ids, a command's arguments,
 environment values, stderr text, raw frames or a remote error's message.
 """
 

@@ -1,4 +1,4 @@
-"""Credential redaction, URL redaction for records, and the bounded stderr tail.
+"""Credential redaction and URL redaction for records.
 
 A server's stderr is untrusted text that often carries secrets (tokens in
 URLs, ``Authorization`` headers echoed by a debug log). Each complete line is
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
@@ -22,7 +21,6 @@ __all__ = [
     "Diagnostics",
     "KnownSecrets",
     "Redacted",
-    "StderrTail",
     "redact",
     "redact_url",
 ]
@@ -93,7 +91,7 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Authorization: <scheme> <credentials>, whatever the scheme ("token ..." too).
     (
         r"(?i)\b(?:proxy-)?authorization[\"']?\s*+[:=]\s*+[\"']?"
-        r"(?:[A-Za-z][A-Za-z0-9_\-]*+\s++)?(?P<s>[^\s\"',;]++)",
+        r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9_\-]*+)\s++)?(?P<s>[^\s\"',;]++)",
         ("authorization",),
     ),
     # Bearer <token>, Basic <credentials> and DPoP-bound tokens anywhere.
@@ -228,7 +226,65 @@ def _mask_secret(match: re.Match[str]) -> str:
     start, end = match.span("s")
     whole_start, whole_end = match.span()
     s = match.string
+    scheme = match.re.groupindex.get("scheme")
+    end = _secret_end(s, start, end, credentials=scheme is not None and match.start(scheme) >= 0)
     return s[whole_start:start] + _MASK + s[end:whole_end]
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
+@functools.cache
+def _token68() -> re.Pattern[str]:
+    """HTTP's token68 (RFC 9110, 11.2), the shape of Basic and Bearer credentials."""
+    return re.compile(r"[A-Za-z0-9\-._~+/]++=*+")
+# How far before a secret an opening bracket is looked for, and how many
+# closing ones after it may be given back: a bound, so that a line of
+# thousands of secrets costs a fixed amount each.
+_LOOK_BACK = 256
+_MOST_GIVEN_BACK = 8
+
+
+def _secret_end(text: str, start: int, end: int, *, credentials: bool = False) -> int:
+    """Where the secret in ``text[start:end]`` ends: closing brackets at its
+    end that close one opened shortly before it (``(Authorization: Bearer
+    x)``) belong to the text around it and are not masked, and so do those
+    after an ``Authorization`` scheme's credentials written as a token68
+    (``Bearer abc...)``: such a token has no brackets) or after a value an
+    earlier rule masked (``Bearer eyJ...)``, a JWT). Other brackets stay in
+    the secret: they may be its own characters."""
+    masked = start + len(_MASK)
+    if (
+        text.startswith(_MASK, start)
+        and end - masked <= _MOST_GIVEN_BACK
+        and all(text[at] in _CLOSERS for at in range(masked, end))
+    ):
+        return masked  # masked already by a rule before (a JWT): the rest is text
+    inner = end
+    while end - inner < _MOST_GIVEN_BACK and inner > start and text[inner - 1] in _CLOSERS:
+        inner -= 1
+    if inner == end:
+        return end
+    if credentials and _token68().fullmatch(text, start, inner):
+        return inner
+    before = text[max(0, start - _LOOK_BACK) : start]
+    unclosed = {
+        closer: max(0, before.count(opener) - before.count(closer)) for closer, opener in _CLOSERS.items()
+    }
+    # The first closers close what the secret itself opened; the ones
+    # nearest the end close the openers before it. Any the openers cannot
+    # account for stay masked.
+    body = text[start:inner]
+    opened = {closer: max(0, body.count(opener) - body.count(closer)) for closer, opener in _CLOSERS.items()}
+    own = inner
+    while own < end and opened[text[own]] > 0:
+        opened[text[own]] -= 1
+        own += 1
+    given = end
+    while given > own and unclosed[text[given - 1]] > 0:
+        unclosed[text[given - 1]] -= 1
+        given -= 1
+    return given
 
 
 class Redacted(Generic[T]):
@@ -275,88 +331,3 @@ class DiagnosticEvent:
 
 
 Diagnostics = Callable[[DiagnosticEvent], None]
-
-
-class StderrTail:
-    """Keeps the redacted, whitespace-collapsed tail of a byte stream.
-
-    Fed raw chunks by the stderr thread. Memory is bounded by
-    ``MAX_STDERR_LINE_BYTES`` for the line being assembled plus ``max_bytes``
-    for the kept tail.
-    """
-
-    def __init__(self, max_bytes: int, *, secrets: Iterable[str] = ()) -> None:
-        self._max = max_bytes
-        self._known = KnownSecrets(secrets)
-        self._partial: list[bytes] = []
-        self._partial_len = 0
-        self._overlong = False  # the current line already passed the line cap
-        self._in_key = False  # inside a PEM private key that began on an earlier line
-        self._lines: deque[str] = deque()
-        self._kept = 0  # UTF-8 bytes in _lines, each line plus one separator
-
-    def feed(self, chunk: bytes) -> None:
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            if nl < 0:
-                self._add_partial(chunk[start:])
-                return
-            self._add_partial(chunk[start:nl])
-            self._finish_line()
-            start = nl + 1
-
-    def finish(self) -> None:
-        """The stream ended: an unterminated last line is kept too."""
-        if self._partial_len or self._overlong:
-            self._finish_line()
-
-    def text(self) -> str:
-        """The tail: at most ``max_bytes`` UTF-8 bytes, newest last."""
-        joined = " | ".join(self._lines)
-        data = joined.encode("utf-8")
-        if len(data) <= self._max:
-            return joined
-        return data[-self._max :].decode("utf-8", "ignore")
-
-    def _redact_line(self, raw: str) -> str:
-        # A PEM key's body spans lines: from a BEGIN line to its END line,
-        # every line is withheld whole.
-        if self._in_key:
-            end = raw.find(_PEM_END)
-            if end < 0:
-                return _MASK
-            self._in_key = False
-            raw = _MASK + raw[end:]
-        begin = raw.rfind(_PEM_BEGIN)
-        if begin >= 0 and _PEM_KEY in raw[begin : begin + 64] and raw.find(_PEM_END, begin) < 0:
-            self._in_key = True
-        return redact(raw, self._known)
-
-    def _add_partial(self, piece: bytes) -> None:
-        if self._overlong or not piece:
-            return
-        if self._partial_len + len(piece) > MAX_STDERR_LINE_BYTES:
-            self._overlong = True
-            self._partial.clear()
-            self._partial_len = 0
-            return
-        self._partial.append(piece)
-        self._partial_len += len(piece)
-
-    def _finish_line(self) -> None:
-        if self._overlong:
-            line = f"[a stderr line over {MAX_STDERR_LINE_BYTES} bytes was withheld]"
-        else:
-            raw = b"".join(self._partial).decode("utf-8", "replace")
-            line = " ".join(self._redact_line(raw).split())
-        self._partial.clear()
-        self._partial_len = 0
-        self._overlong = False
-        if not line:
-            return
-        self._lines.append(line)
-        self._kept += len(line.encode("utf-8")) + 3
-        # Drop whole old lines while the rest alone still fills the budget.
-        while self._lines and self._kept - (len(self._lines[0].encode("utf-8")) + 3) >= self._max:
-            self._kept -= len(self._lines.popleft().encode("utf-8")) + 3

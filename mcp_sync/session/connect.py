@@ -285,6 +285,7 @@ def _stdio_core(settings: Settings, options: Checked) -> _Core:
         env=spawn.env,
         limits=settings.limits,
         secrets=(*(options.secrets or ()), *spawn.masked),
+        shown=(spawn.shown_command, spawn.shown_cwd),
     )
     return core
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import os
 import select
 import signal
@@ -29,8 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..protocol.errors import SpawnFailed
-from ..protocol.redaction import StderrTail
 from ..protocol.secret import Text, expansions, reveal
+from ..protocol.stderr_tail import StderrTail
 from . import process_tree as _proctree
 
 __all__ = [
@@ -219,6 +220,10 @@ class Spawn:
     cwd: str | None
     env: dict[str, str]
     masked: tuple[str, ...]
+    # The command and directory as written, a ${VAR} as the reference: what
+    # a message may name.
+    shown_command: str
+    shown_cwd: str | None
 
     def __repr__(self) -> str:
         return "Spawn(...)"
@@ -244,6 +249,8 @@ def spawn_of(
             *(reveal(value) for value in given_env.values()),
             *expansions([command, *args, cwd]),
         ),
+        shown_command=str(command),
+        shown_cwd=str(cwd) if cwd is not None else None,
     )
 
 
@@ -269,12 +276,33 @@ def resolve_command(command: Text, cwd: Text | None, env: Mapping[str, Text] | N
     return os.path.abspath(found) if found else None
 
 
+def _not_started(
+    exc: OSError | ValueError, command: str, cwd: str | None, shown: tuple[str, str | None]
+) -> str:
+    """Why ``Popen`` failed, naming the command (or the working directory)
+    as the user wrote it: a command missing from ``PATH`` is the most
+    common broken config."""
+    if not isinstance(exc, OSError) or exc.errno is None:
+        return type(exc).__name__
+    shown_command, shown_cwd = shown
+    reason = os.strerror(exc.errno)
+    if cwd is not None and exc.filename == cwd:
+        return f"its working directory {shown_cwd!r}: {reason}"
+    if exc.errno == errno.ENOENT:
+        where = "" if os.path.dirname(command) else " on PATH"
+        return f"command {shown_command!r} not found{where}"
+    return f"command {shown_command!r}: {reason}"
+
+
 class ServerProcess:
     """The child, in a process group (session) of its own, with its three pipes."""
 
-    def __init__(
-        self, server: str, command: str, args: Sequence[str], cwd: str | None, env: dict[str, str]
+    def __init__(  # noqa: PLR0913, PLR0917
+        self, server: str, command: str, args: Sequence[str], cwd: str | None, env: dict[str, str],
+        shown: tuple[str, str | None] | None = None,
     ) -> None:
+        """``shown``: the command and directory as a message may name them
+        (default: as given)."""
         self.returncode: int | None = None
         # Set by the waiter thread (reap) once the child has exited.
         self.exited = threading.Event()
@@ -301,9 +329,7 @@ class ServerProcess:
                 creationflags=0 if posix else getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
             )
         except (OSError, ValueError) as exc:
-            reason = type(exc).__name__
-            if isinstance(exc, OSError) and exc.errno is not None:
-                reason = os.strerror(exc.errno)
+            reason = _not_started(exc, command, cwd, shown or (command, cwd))
             raise SpawnFailed(f"server {server!r} could not be started: {reason}") from None
         else:
             spawned = True

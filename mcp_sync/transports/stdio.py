@@ -53,7 +53,7 @@ from typing import Any
 from ..protocol.errors import ConnectionClosed, SpawnFailed
 from ..protocol.limits import Limits, reply_not_queued, seconds
 from ..protocol.oversize import frame_too_long
-from ..protocol.redaction import StderrTail
+from ..protocol.stderr_tail import StderrTail
 from .contract import REQUEST, Leader, Outbound, ShutdownOnce, Sink
 from .fdio import Read, held_reader
 from .process import ENV_ALLOWLIST, ServerProcess, child_environment, drain_stderr
@@ -89,7 +89,10 @@ class StdioTransport:
         env: dict[str, str],
         limits: Limits,
         secrets: Sequence[str] = (),
+        shown: tuple[str, str | None] | None = None,
     ) -> None:
+        """``shown``: the command and directory as a message may name them
+        (a ``${VAR}`` as the reference; default: as given)."""
         self._sink = sink
         self._waiting = sink.table_size  # (a C method: _give_read_side asks it per call)
         self.leader: Leader | None = self
@@ -104,7 +107,7 @@ class StdioTransport:
         self._server = server
         self._epoll: select.epoll | None = None
         posix = os.name == "posix"
-        self._child = ServerProcess(server, command, args, cwd, env)
+        self._child = ServerProcess(server, command, args, cwd, env, shown)
         self._proc = self._child.proc
         try:
             self._setup(posix)

@@ -1,4 +1,4 @@
-"""A real server that serves skills: fastmcp (pinned in the dev extra) over stdio.
+"""A real server that serves skills: fastmcp (pinned in the dev dependency group) over stdio.
 
     python fastmcp_skills_server.py SKILLS_ROOT
 

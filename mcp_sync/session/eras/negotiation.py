@@ -74,6 +74,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..._log import TRACING
 from ...protocol.catalog import ServerInfo
 from ...protocol.errors import (
     AuthError,
@@ -428,7 +429,8 @@ def _probe(core: _Core, clock: OpeningClock, *, http: bool) -> ServerInfo | _Fal
     transport can try the handshake."""
     era = _modern(core, LATEST_MODERN_VERSION, http=http)
     try:
-        result = era.open(core, OpeningWatch(clock), clock.describe("server/discover"))
+        with TRACING.probe():
+            result = era.open(core, OpeningWatch(clock), clock.describe("server/discover"))
     except McpError as exc:
         return _refusal(core, clock, exc, http=http)
     info = era.adopt(core, result, strict=False)
@@ -540,10 +542,11 @@ class _Race:
         return Attempt(self.cond, f"mcp_sync-{self.core.server}-{name}", self.deadline, send)
 
     def _send_probe(self, watch: Attempt) -> Any:
-        return self.modern.request(
-            self.core, "server/discover", {}, self.deadline,
-            self.clock.describe("server/discover"), cancellable=False, watch=watch,
-        )  # fmt: skip
+        with TRACING.probe():
+            return self.modern.request(
+                self.core, "server/discover", {}, self.deadline,
+                self.clock.describe("server/discover"), cancellable=False, watch=watch,
+            )  # fmt: skip
 
     def _send_handshake(self, watch: Attempt) -> Any:
         core = self.core
