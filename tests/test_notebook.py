@@ -378,3 +378,70 @@ def test_the_exported_page_shows_the_table_and_the_image(guide_notebook: tuple[A
     if wanted:  # to refresh the picture in the docs: MCP_SYNC_SAVE_SCREENSHOT=docs/images/notebook.png
         bottom = min(WINDOW[1], round(places["image"][3]) + 40)
         image.crop((0, 0, WINDOW[0], bottom)).save(wanted, optimize=True)
+
+
+# ---------------------------------------------------------------- re-running a cell after an interrupt
+
+# The interrupted cell gets this long before nbclient interrupts the kernel
+# (through its kernel manager); the call reaches the server in milliseconds.
+INTERRUPT_AFTER_S = 5
+SERVER_EXIT_CAP = 30.0
+
+
+def test_rerunning_the_cell_after_an_interrupted_call_leaves_one_server(tmp_path: Path) -> None:
+    """blocking-frameworks.md's notebook cells: build (and call), a long call
+    interrupted, a call after it, then the build cell again. IPython keeps the
+    interrupt's traceback, whose frames hold the first Servers; still, the
+    re-run leaves one server: the first one's process exits."""
+    from frameworks import doc_cells, make_project, no_server_left, servers_of, wait_for
+    from frameworks import environment as framework_env
+    from support import methods
+
+    build, long_call, after = doc_cells("jupyter")
+    log = tmp_path / "server.log"
+    project = make_project(tmp_path, extra=("--log", str(log)))
+    probe = "import sys\nsys.last_traceback is not None"
+    old = (
+        "tb = sys.last_traceback\n"
+        "while not isinstance(tb.tb_frame.f_locals.get('self'), mcp_sync.Servers):\n    tb = tb.tb_next\n"
+        "old = tb.tb_frame.f_locals['self']\n"
+        "try:\n    old.call_tool('example', 'echo', {'message': 'x'})\n"
+        "except mcp_sync.ConnectionClosed as exc:\n    print(exc)\n"
+        "old is nb_servers, len(old)"
+    )
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in (build, long_call, after, probe, build, old)]
+    cells = notebook.cells
+    client = NotebookClient(
+        notebook,
+        timeout=CELL_TIMEOUT,
+        timeout_func=lambda cell: INTERRUPT_AFTER_S if cell.source == long_call else CELL_TIMEOUT,
+        interrupt_on_timeout=True,
+        allow_errors=True,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(project)}},
+    )
+    with client.setup_kernel(env=framework_env(project), cwd=str(project)):
+        client.execute_cell(cells[0], 0)
+        (first,) = servers_of(project)
+        client.execute_cell(cells[1], 1)
+        (error,) = [o for o in cells[1].outputs if o["output_type"] == "error"]
+        assert error["ename"] == "KeyboardInterrupt"
+        assert methods(log).count("tools/call") == 2  # the add, then the interrupted sleep
+        client.execute_cell(cells[2], 2)
+        assert cells[2].outputs[-1]["data"]["text/plain"] == "'still here'"
+        assert list(servers_of(project)) == [first]
+        # The traceback IPython keeps, whose frames hold the first Servers.
+        client.execute_cell(cells[3], 3)
+        assert cells[3].outputs[-1]["data"]["text/plain"] == "True"
+        # Re-run the cell that builds the Servers: the first server exits.
+        client.execute_cell(cells[4], 4)
+        assert cells[4].outputs[-1]["data"]["text/plain"] == "5"
+        wait_for(lambda: first not in servers_of(project), "the first server to exit", SERVER_EXIT_CAP)
+        assert len(servers_of(project)) == 1, servers_of(project)
+        # The old Servers is closed, and says why.
+        client.execute_cell(cells[5], 5)
+        printed = cells[5].outputs[0].get("text", "")
+        assert printed.startswith("this Servers was closed: a later notebook cell"), cells[5].outputs
+        assert cells[5].outputs[-1]["data"]["text/plain"] == "(False, 1)"
+    no_server_left(project)
