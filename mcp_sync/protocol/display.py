@@ -140,6 +140,11 @@ def _compact(value: Any) -> str:
         return repr(value)
 
 
+def _b64_size(data: str) -> int:
+    """The bytes that base64 text decodes to."""
+    return len(data) * 3 // 4 - data[-2:].count("=")
+
+
 def _wrap(body: str, kind: str) -> str:
     return f'{_STYLE}<div class="mcp-sync mcp-sync-{kind}">{body}</div>'
 
@@ -154,7 +159,7 @@ def _media(kind: str, mime: object, data: object, page: Page, alt: str) -> str:
     if not isinstance(data, str) or len(data) % 4 or not _BASE64.fullmatch(data):
         return f'<div class="mcp-note">{esc(kind)} ({esc(mime)}) whose data is not base64: not shown</div>'
     if not page.spend(len(data)):
-        size = len(data) * 3 // 4
+        size = _b64_size(data)
         return f'<div class="mcp-note">{esc(kind)} ({esc(mime)}, {size:,} bytes): over the display budget</div>'
     source = f"data:{mime};base64,{data}"
     if kind == "image":
@@ -187,7 +192,7 @@ def resource_body(  # noqa: PLR0911, PLR0913, PLR0917
         for kind in ("image", "audio"):
             if base.startswith(kind + "/"):
                 return head + _media(kind, base, blob, page, uri)
-        size = len(blob) * 3 // 4
+        size = _b64_size(blob)
     if size is not None:
         return head + f'<div class="mcp-note">{size:,} bytes of binary data</div>'
     return head
@@ -236,7 +241,7 @@ def block_text(block: object, page: Page) -> str:
         return escape(shown, multiline=True) + (f"\n… {cut:,} more bytes" if cut else "")
     if kind in ("image", "audio"):
         data = block.get("data")
-        size = len(data) * 3 // 4 if isinstance(data, str) else 0
+        size = _b64_size(data) if isinstance(data, str) else 0
         return f"[{kind} {escape(str(block.get('mimeType')))[:80]}, {size:,} bytes]"
     if kind == "resource" and isinstance(block.get("resource"), Mapping):
         return f"[resource {escape(str(block['resource'].get('uri')))[:200]}]"
