@@ -27,7 +27,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,9 +117,7 @@ def bundle(notebook: Any, marker: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- the guide, executed
 
 
-@pytest.fixture(scope="module")
-def guide_notebook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path]]:
-    root = tmp_path_factory.mktemp("guide")
+def run_the_guide(root: Path) -> Any:
     project = make_project(root)
     cells = guide_cells()
     if peers_available():
@@ -133,8 +130,7 @@ def guide_notebook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[A
             " on_progress=Progress('long operation'))",
             "everything.close()",
         ]
-    notebook = execute(cells, project)
-    yield notebook, root
+    return execute(cells, project)
 
 
 def peers_available() -> bool:
@@ -145,14 +141,12 @@ def peers_available() -> bool:
     return True
 
 
-def test_the_guide_runs_in_a_kernel_without_error(guide_notebook: tuple[Any, Path]) -> None:
-    notebook, _ = guide_notebook
+def check_the_guide_runs_in_a_kernel_without_error(notebook: Any) -> None:
     assert errors_of(notebook) == []
     assert len(guide_cells()) >= 12
 
 
-def test_servers_and_the_session_show_their_state_and_tools(guide_notebook: tuple[Any, Path]) -> None:
-    notebook, _ = guide_notebook
+def check_servers_and_the_session_show_their_state_and_tools(notebook: Any) -> None:
     servers = bundle(notebook, 'Servers("notebook_servers.json")')
     assert "<td>demo</td><td>not started (it starts on first use)</td>" in servers["text/html"]
     assert servers["text/plain"] == "demo: not started (it starts on first use)"
@@ -168,8 +162,7 @@ def test_servers_and_the_session_show_their_state_and_tools(guide_notebook: tupl
     assert session["text/plain"].startswith("server: demo; reports itself as: mcp-sync-fake 1.0; era: legacy")
 
 
-def test_a_result_shows_text_and_the_servers_image_inline(guide_notebook: tuple[Any, Path]) -> None:
-    notebook, _ = guide_notebook
+def check_a_result_shows_text_and_the_servers_image_inline(notebook: Any) -> None:
     shown = bundle(notebook, '"chart"')
     size = len(chart_png([35, 80, 55, 95]))
     assert shown["text/plain"] == f"Sales: 4 values\n[image image/png, {size:,} bytes]"
@@ -179,16 +172,14 @@ def test_a_result_shows_text_and_the_servers_image_inline(guide_notebook: tuple[
     assert base64.b64decode(found.group(1)) == chart_png([35, 80, 55, 95])
 
 
-def test_structured_rows_show_as_a_table(guide_notebook: tuple[Any, Path]) -> None:
-    notebook, _ = guide_notebook
+def check_structured_rows_show_as_a_table(notebook: Any) -> None:
     html = bundle(notebook, '"table"')["text/html"]
     assert '<table class="mcp-sync-table"><tr><th>planet</th><th>moons</th><th>au</th></tr>' in html
     assert "<tr><td>Mars</td><td>2</td><td>1.52</td></tr>" in html
     assert "Jupiter" not in html  # limit 4
 
 
-def test_an_embedded_resource_shows_by_mime_type_and_escaped(guide_notebook: tuple[Any, Path]) -> None:
-    notebook, _ = guide_notebook
+def check_an_embedded_resource_shows_by_mime_type_and_escaped(notebook: Any) -> None:
     shown = bundle(notebook, '"report"')
     html = shown["text/html"]
     assert '<code>fake://reports/11</code> <span class="mcp-note">text/markdown</span>' in html
@@ -198,14 +189,12 @@ def test_an_embedded_resource_shows_by_mime_type_and_escaped(guide_notebook: tup
     assert shown["text/plain"] == "[resource fake://reports/11]\n[link fake://media/chart.png]"
 
 
-def test_audio_plays_inline(guide_notebook: tuple[Any, Path]) -> None:
-    notebook, _ = guide_notebook
+def check_audio_plays_inline(notebook: Any) -> None:
     html = bundle(notebook, '"chime"')["text/html"]
     assert '<audio class="mcp-sync-audio" controls src="data:audio/wav;base64,UklGR' in html
 
 
-def test_resources_and_prompts_show_as_tables_and_contents(guide_notebook: tuple[Any, Path]) -> None:
-    notebook, _ = guide_notebook
+def check_resources_and_prompts_show_as_tables_and_contents(notebook: Any) -> None:
     listing = bundle(notebook, "session.list_resources()")
     assert listing["text/plain"] == "4 resources: hello; bytes; chart; dashboard"
     assert "<td>dashboard</td><td>ui://fake/dashboard</td><td>text/html;profile=mcp-app</td>" in listing["text/html"]
@@ -219,8 +208,7 @@ def test_resources_and_prompts_show_as_tables_and_contents(guide_notebook: tuple
     assert "<tr><th>user</th><td><pre>Please greet Ada.</pre></td></tr>" in prompt["text/html"]
 
 
-def test_an_app_is_source_until_asked_then_a_sandboxed_frame(guide_notebook: tuple[Any, Path]) -> None:
-    notebook, _ = guide_notebook
+def check_an_app_is_source_until_asked_then_a_sandboxed_frame(notebook: Any) -> None:
     source = bundle(notebook, 'session.read_resource("ui://fake/dashboard")')["text/html"]
     assert "&lt;script&gt;" in source and "<script>" not in source and "<iframe" not in source
     frame = bundle(notebook, "show_app(session")["text/html"]
@@ -234,20 +222,17 @@ def test_an_app_is_source_until_asked_then_a_sandboxed_frame(guide_notebook: tup
     assert "&lt;script&gt;" in found.group(1) and "<" not in found.group(1)
 
 
-def test_progress_in_the_guide_finishes(guide_notebook: tuple[Any, Path]) -> None:
-    notebook, _ = guide_notebook
+def check_progress_in_the_guide_finishes(notebook: Any) -> None:
     outputs = cell(notebook, 'Progress("counting")').outputs
     result = [o for o in outputs if o["output_type"] == "execute_result"]
     assert result and result[0]["data"]["text/plain"] == "done after 5 steps"
     assert len(outputs) >= 2, outputs  # the progress display, then the result
 
 
-def test_a_real_peers_catalog_image_and_progress_render(guide_notebook: tuple[Any, Path]) -> None:
-    notebook, _ = guide_notebook
+def check_a_real_peers_catalog_image_and_progress_render(notebook: Any) -> None:
     if not any("everything" in c.source for c in notebook.cells):
-        if peers_required():
-            pytest.fail("server-everything is missing (MCP_SYNC_REQUIRE_PEERS is set)")
-        pytest.skip("server-everything is not installed (run scripts/test)")
+        assert not peers_required(), "server-everything is missing (MCP_SYNC_REQUIRE_PEERS is set)"
+        return  # not installed here (scripts/test installs it)
     tools = bundle(notebook, "everything.tools")
     assert "<code>get-tiny-image</code><br>Get Tiny Image Tool" in tools["text/html"]
     assert "<code>steps</code> <i>number</i> — Number of steps in the operation" in tools["text/html"]
@@ -278,6 +263,7 @@ PROGRESS_CELLS = [
 ]
 
 
+@pytest.mark.timeout(300)
 def test_progress_is_a_widget_a_tqdm_bar_or_text_by_what_is_installed(tmp_path: Path) -> None:
     notebook = execute(PROGRESS_CELLS, make_project(tmp_path))
     assert errors_of(notebook) == []
@@ -335,12 +321,11 @@ def offline(page: str) -> str:
     return page
 
 
-def test_the_exported_page_shows_the_table_and_the_image(guide_notebook: tuple[Any, Path]) -> None:
+def check_the_exported_page_shows_the_table_and_the_image(notebook: Any, root: Path) -> None:
     from nbconvert import HTMLExporter
     from PIL import Image
 
     browser = chromium()
-    notebook, root = guide_notebook
     page, _ = HTMLExporter().from_notebook_node(notebook)
     page = offline(page)
     target = root / "notebook.html"
@@ -379,6 +364,24 @@ def test_the_exported_page_shows_the_table_and_the_image(guide_notebook: tuple[A
         image.crop((0, 0, WINDOW[0], bottom)).save(wanted, optimize=True)
 
 
+@pytest.mark.timeout(600)
+def test_the_notebook_guide_in_a_kernel_its_bundles_its_page_and_its_screenshot(tmp_path: Path) -> None:
+    """One kernel run for every check of the guide's notebook (a module-scoped
+    fixture would run it again in each xdist worker)."""
+    notebook = run_the_guide(tmp_path)
+    check_the_guide_runs_in_a_kernel_without_error(notebook)
+    check_servers_and_the_session_show_their_state_and_tools(notebook)
+    check_a_result_shows_text_and_the_servers_image_inline(notebook)
+    check_structured_rows_show_as_a_table(notebook)
+    check_an_embedded_resource_shows_by_mime_type_and_escaped(notebook)
+    check_audio_plays_inline(notebook)
+    check_resources_and_prompts_show_as_tables_and_contents(notebook)
+    check_an_app_is_source_until_asked_then_a_sandboxed_frame(notebook)
+    check_progress_in_the_guide_finishes(notebook)
+    check_a_real_peers_catalog_image_and_progress_render(notebook)
+    check_the_exported_page_shows_the_table_and_the_image(notebook, tmp_path)
+
+
 # ---------------------------------------------------------------- re-running a cell after an interrupt
 
 # The interrupted cell gets this long before nbclient interrupts the kernel
@@ -387,6 +390,7 @@ INTERRUPT_AFTER_S = 5
 SERVER_EXIT_CAP = 30.0
 
 
+@pytest.mark.timeout(300)
 def test_rerunning_the_cell_after_an_interrupted_call_leaves_one_server(tmp_path: Path) -> None:
     """blocking-frameworks.md's notebook cells: build (and call), a long call
     interrupted, a call after it, then the build cell again. IPython keeps the
