@@ -531,24 +531,5 @@ class Session:
         return bundle(self, self.limits)
 
     def _display_facts(self) -> list[tuple[str, str]]:
-        """What a notebook shows of the session: (label, value) pairs, the
-        server's own words untouched (the display escapes them)."""
-        info = self.server_info
-        itself = f"{info.name} {info.version}" + (f" ({info.title})" if info.title else "")
-        terminal = self._core.terminal
-        if terminal is not None:
-            health = f"closed ({terminal.kind}): {terminal.message}"
-        else:
-            health = "open"
-            if self.tools_changed:
-                health += "; the server says its tools changed (refresh_tools() reads them again)"
-            if self.last_refresh_error is not None:
-                health += f"; the last refresh failed ({self.last_refresh_error.kind})"
-        era = self._core.era
-        return [
-            ("server", self.server),
-            ("reports itself as", itself),
-            ("era", f"{era.name}, protocol {era.version}"),
-            ("health", health),
-            ("tools", str(len(self.tools))),
-        ]
+        # What a notebook shows of the session (its server, era, health, tools).
+        return _health.facts(self._core, self.server_info, f"{self.era}, protocol {self.protocol_version}")
