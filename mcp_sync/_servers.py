@@ -35,6 +35,7 @@ import contextvars
 import logging
 import math
 import os
+import sys
 import threading
 import time
 import weakref
@@ -61,6 +62,7 @@ from .session.eras.negotiation import Abort, EraMemory, abortable, remembering
 if TYPE_CHECKING:
     from .config import ServerEntry
     from .protocol.catalog import CallToolResult
+    from .session.progress import ProgressCallback
     from .session.submit import ToolCall
 
 __all__ = ["DEFAULT_HEALTH_CHECK_TIMEOUT_MS", "RespawnPolicy", "Servers"]
@@ -89,7 +91,6 @@ def _close_all() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 atexit.register(_close_all)
-
 
 @dataclass(frozen=True, slots=True)
 class RespawnPolicy:
@@ -289,9 +290,25 @@ class Servers:
         self._lock = threading.Lock()
         self._closed = False
         self._health = _Health()
+        self._closed_by = CLOSED_BY_CALLER
         # A forgotten Servers stops its health thread (which holds only a weakref).
         weakref.finalize(self, self._health.halt)
         _registry.add(self)
+        if "IPython" in sys.modules:  # only an IPython shell may have built it in a cell
+            self._replace_earlier_cells(sys._getframe(1).f_globals)
+
+    def _replace_earlier_cells(self, namespace: Mapping[str, Any]) -> None:
+        """Built in a notebook cell: close the Servers an earlier cell built
+        for any of the same server names (see ``notebook.replace_earlier_cells``)."""
+        from .notebook import REPLACED, replace_earlier_cells
+
+        for earlier in replace_earlier_cells(self, namespace):
+            assert isinstance(earlier, Servers)
+            _log.servers_event(
+                logging.INFO, "replaced", ", ".join(earlier.names),
+                "closing the Servers of an earlier notebook cell for the same server names",
+            )  # fmt: skip
+            earlier._close(REPLACED)
 
     # ------------------------------------------------------------------ looking
 
@@ -332,6 +349,17 @@ class Servers:
         state = "closed" if self._closed else f"{live} connected"
         return f"<Servers {list(self._slots)!r} {state}>"
 
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        # Jupyter's display: each server and its state.
+        from .protocol.display import bundle
+
+        return bundle(self)
+
+    def _display_rows(self) -> list[tuple[str, str]]:
+        """Each configured server and its state in this process, in words."""
+        now = time.monotonic()
+        return [(name, "closed" if self._closed else _state(slot, now)) for name, slot in self._slots.items()]
+
     # ------------------------------------------------------------------ using
 
     def session(self, name: str, *, timeout_ms: int | None = None) -> Session:
@@ -368,7 +396,7 @@ class Servers:
         session = self._connect(slot, budget)
         return session, budget.left_ms(slot.entry.server)
 
-    def call_tool(
+    def call_tool(  # noqa: PLR0913
         self,
         server: str,
         tool: str,
@@ -376,6 +404,7 @@ class Servers:
         *,
         timeout_ms: int | None = None,
         traceparent: str | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> CallToolResult:
         """``self.session(server).call_tool(tool, arguments, ...)``.
 
@@ -383,9 +412,15 @@ class Servers:
         effects on the server, so it is not repeated); the next call gets a
         fresh server. A connect on the way counts against ``timeout_ms``
         (default ``request_timeout_ms``): the call is back by then.
+        ``on_progress(progress, total, message)`` is called on this thread
+        for each progress report of the call, as in :meth:`Session.call_tool`.
         """
         session, left_ms = self._within(server, timeout_ms)
-        return session.call_tool(tool, arguments, timeout_ms=left_ms, traceparent=traceparent)
+        if on_progress is None:
+            return session.call_tool(tool, arguments, timeout_ms=left_ms, traceparent=traceparent)
+        return session.call_tool(
+            tool, arguments, timeout_ms=left_ms, traceparent=traceparent, on_progress=on_progress
+        )
 
     def submit_tool(
         self,
@@ -432,7 +467,12 @@ class Servers:
         Idempotent, thread-safe; later use raises :class:`ConnectionClosed`,
         and so does a wait for a connect that this stopped. Runs at
         interpreter exit too."""
+        self._close(CLOSED_BY_CALLER)
+
+    def _close(self, why: str) -> None:
         with self._lock:
+            if not self._closed:
+                self._closed_by = why
             self._closed = True
             health = self._health
             thread = health.thread
@@ -472,7 +512,7 @@ class Servers:
             raise budget.missed(f"waiting to connect server {name!r}")
         try:
             if self._closed:
-                raise ConnectionClosed(CLOSED_BY_CALLER)
+                raise ConnectionClosed(self._closed_by)
             session = slot.session
             if _live(session):
                 assert session is not None
@@ -492,7 +532,7 @@ class Servers:
                 f"connecting server {name!r}", "; the connect goes on, and a later call may use it"
             )
         if self._closed:
-            raise ConnectionClosed(CLOSED_BY_CALLER)
+            raise ConnectionClosed(self._closed_by)
         return connecting.outcome()
 
     def _retire(self, slot: _Slot, session: Session, now: float) -> None:
@@ -668,6 +708,28 @@ class Servers:
 
 def _live(session: Session | None) -> bool:
     return session is not None and not session.closed
+
+
+def _state(slot: _Slot, now: float) -> str:
+    """A slot's state in words (read without its lock: a display may be a
+    moment out of date, never wrong about what it names)."""
+    session = slot.session
+    if slot.connecting is not None:
+        return "connecting"
+    if session is not None and not session.closed:
+        era, info = session._core.era, session.server_info
+        tools = len(session.tools)
+        return f"connected: {info.name} {info.version}, {era.name} era, protocol {era.version}, {tools} tools"
+    if slot.retry_at > now and slot.last_error is not None:
+        return (
+            f"held back after {slot.failures} failures in a row (last: {slot.last_error.kind}); "
+            f"next attempt in {slot.retry_at - now:.1f} s"
+        )
+    if session is not None:
+        error = session._core.terminal
+        ended = f" ({error.kind}): {error.message}" if error is not None else ""
+        return f"ended{ended}; the next use starts it again"
+    return "not started (it starts on first use)"
 
 
 def _health_loop(ref: weakref.ref[Servers], stop: threading.Event, interval: float) -> None:

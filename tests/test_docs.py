@@ -23,7 +23,7 @@
   real SDK clients exactly as written.
 - A block with ``runs-in=NAME`` (```python runs-in=jupyter) is not run here but
   by the test that runs that environment (RUNS_IN: a Jupyter kernel for the
-  notebook cells); an unknown NAME fails.
+  notebook cells, nbclient for the notebook guide's); an unknown NAME fails.
 - Every relative link between pages resolves to a file that exists, and a
   ``#fragment`` to a heading (or ``id=`` anchor) in the target page.
 - docs/index.md and README.md link to every page under docs/; docs/api.md
@@ -61,7 +61,7 @@ _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _RUNNABLE = {"python", "py", "python3"}
 _SKIP_FLAG = "no-run"
 # Blocks run elsewhere, and the test file that runs them.
-RUNS_IN = {"jupyter": "tests/test_frameworks_jupyter.py"}
+RUNS_IN = {"jupyter": "tests/test_frameworks_jupyter.py", "notebook": "tests/test_notebook.py"}
 
 # What a page says, before its first ## heading, when its blocks build on each other.
 SHARED_NOTE = "The examples on this page build on each other: run them in order, in one interpreter."
@@ -521,7 +521,7 @@ def test_every_docs_page_is_linked_from_the_hubs(hub: str) -> None:
     "module",
     [
         "mcp_sync", "mcp_sync.testing", "mcp_sync.flows", "mcp_sync.config", "mcp_sync.model_tools",
-        "mcp_sync.auth", "mcp_sync.skills",
+        "mcp_sync.auth", "mcp_sync.skills", "mcp_sync.notebook",
     ],
 )
 def test_api_page_names_every_public_name(module: str) -> None:

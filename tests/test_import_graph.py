@@ -188,7 +188,7 @@ LAYERS = (
     ("auth",),
     ("session",),
     ("config",),
-    ("", "_servers", "_langchain", "flows", "model_tools", "skills", "otel"),
+    ("", "_servers", "_langchain", "flows", "model_tools", "skills", "otel", "notebook"),
     ("cli", "testing", "demo", "__main__"),
 )
 MAX_LOOSE_PRIVATE_MODULES = 12

@@ -17,7 +17,7 @@ import pytest
 PACKAGES = ["mcp_sync", "mcp_sync.auth", "mcp_sync.testing"]
 # Modules that also hold their own implementation (and its imports): __all__
 # is sorted and names only what exists.
-MODULES = ["mcp_sync.config", "mcp_sync.flows", "mcp_sync.model_tools", "mcp_sync.skills"]
+MODULES = ["mcp_sync.config", "mcp_sync.flows", "mcp_sync.model_tools", "mcp_sync.notebook", "mcp_sync.skills"]
 _ALLOWED_DUNDERS = {"__version__"}
 
 

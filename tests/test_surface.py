@@ -40,7 +40,7 @@ import pytest
 from support import wait_gone
 
 import mcp_sync
-from mcp_sync import flows, model_tools
+from mcp_sync import flows, model_tools, notebook
 from mcp_sync.config import ConnectOptions
 
 pytestmark = pytest.mark.hostile
@@ -67,6 +67,7 @@ PUBLIC_MODULES = (
     "mcp_sync.config",
     "mcp_sync.testing",
     "mcp_sync.otel",
+    "mcp_sync.notebook",
 )
 
 
@@ -474,6 +475,8 @@ WAITS: dict[str, Waits] = {
     # OAuth: discovery against a server that does not answer it.
     "mcp_sync.auth.AuthorizationCode.begin_login": Waits(_begin_login, AUTH_EXPECTED),
     "mcp_sync.auth.AuthorizationCode.login": Waits(_login, AUTH_EXPECTED),
+    # Notebooks: an MCP App's page is read like any resource.
+    "mcp_sync.notebook.show_app": Waits(lambda e: notebook.show_app(e.session(), "ui://h/app", timeout_ms=DEADLINE_MS)),
 }
 
 # Calls that do not come from the enumeration (their class is another library's)
@@ -526,6 +529,8 @@ NOT_WAITING: dict[str, str] = {
         LOCAL_VALUES,
     ),
     "mcp_sync.Session.tool": "a look-up in the catalog snapshot",
+    "mcp_sync.notebook.Progress.close": "finishes a progress display in the notebook; no server",
+    "mcp_sync.notebook.app_frame": "wraps contents already read into a frame to display; no server",
     "mcp_sync.Session.unsubscribe_resource": (
         "forgets the callback at once; a server request only for a URI subscribed before, "
         "which subscribe_resource's driver cannot reach against these servers"

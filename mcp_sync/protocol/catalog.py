@@ -25,6 +25,7 @@ __all__ = [
     "ServerInfo",
     "Snapshot",
     "Tool",
+    "Tools",
     "bounded_instructions",
     "check_tool_name",
     "freeze",
@@ -223,6 +224,31 @@ class Tool:
             out["execution"] = thaw(self.execution)
         return out
 
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter's display: the entry, its parameters and its schemas."""
+        from .display import bundle
+
+        return bundle(self)
+
+
+class Tools(tuple[Tool, ...]):
+    """A catalog snapshot's tools, in the server's order: a plain tuple that
+    Jupyter shows as a table of each tool's parameters."""
+
+    __slots__ = ()
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter's display: a table of the tools and their parameters."""
+        from .display import bundle
+
+        return bundle(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython's plain text (its printer for tuples would win over the bundle's).
+        from .display import bundle
+
+        printer.text(bundle(self)["text/plain"])
+
 
 @dataclass(frozen=True, slots=True)
 class CallToolResult:
@@ -239,6 +265,13 @@ class CallToolResult:
         if self.structured_content is not None:
             out["structuredContent"] = thaw(self.structured_content)
         return out
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter's display: text as text, images and audio inline, embedded
+        resources by MIME type, structured content as a table or JSON."""
+        from .display import bundle
+
+        return bundle(self)
 
 
 def parse_call_result(result: object, tool: str, any_structured: bool = False) -> CallToolResult:
@@ -406,7 +439,7 @@ class Snapshot:
     __slots__ = ("by_name", "tools", "validators")
 
     def __init__(self, tools: tuple[Tool, ...]) -> None:
-        self.tools = tools
+        self.tools = Tools(tools)
         self.by_name: Mapping[str, Tool] = MappingProxyType({tool.name: tool for tool in tools})
         # Compiled outputSchema validators, built on first use (_validate.py).
         self.validators: dict[str, Any] = {}

@@ -523,3 +523,13 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<Session server={self.server!r} tools={len(self.tools)} {state}>"
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        # Jupyter's display: the server, its era, its health and its tools.
+        from ..protocol.display import bundle
+
+        return bundle(self, self.limits)
+
+    def _display_facts(self) -> list[tuple[str, str]]:
+        # What a notebook shows of the session (its server, era, health, tools).
+        return _health.facts(self._core, self.server_info, f"{self.era}, protocol {self.protocol_version}")

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 from ..protocol.limits import request_budget, seconds
 
 if TYPE_CHECKING:
+    from ..protocol.catalog import ServerInfo
     from .feature_contract import Core
 
-__all__ = ["probe"]
+__all__ = ["facts", "probe"]
 
 
 def probe(core: Core, timeout_ms: int | None) -> None:
@@ -26,3 +27,26 @@ def probe(core: Core, timeout_ms: int | None) -> None:
     if terminal is not None:
         raise terminal._copy()
     core.era.probe(core, time.monotonic() + seconds(budget), f"{option}={budget}")
+
+
+def facts(core: Core, info: ServerInfo, era: str) -> list[tuple[str, str]]:
+    """What a notebook shows of a session: (label, value) pairs, the server's
+    own words untouched (the display escapes them). Reads state; sends nothing."""
+    itself = f"{info.name} {info.version}" + (f" ({info.title})" if info.title else "")
+    terminal = core.terminal
+    if terminal is not None:
+        health = f"closed ({terminal.kind}): {terminal.message}"
+    else:
+        health = "open"
+        if core.inbound.changed["tools"].is_set():
+            health += "; the server says its tools changed (refresh_tools() reads them again)"
+        failed = core.inbound.last_refresh_error
+        if failed is not None:
+            health += f"; the last refresh failed ({failed.kind})"
+    return [
+        ("server", core.server),
+        ("reports itself as", itself),
+        ("era", era),
+        ("health", health),
+        ("tools", str(len(core.catalog.tools))),
+    ]

@@ -31,6 +31,7 @@ __all__ = [
     "MAX_LIST_ITEMS",
     "Completion",
     "GetPromptResult",
+    "Listing",
     "Prompt",
     "PromptArgument",
     "PromptMessage",
@@ -80,6 +81,12 @@ class Resource:
              size=self.size, annotations=self.annotations)  # fmt: skip
         return out
 
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
+        from ..protocol.display import bundle
+
+        return bundle(self)
+
 
 @dataclass(frozen=True, slots=True)
 class ResourceTemplate:
@@ -97,6 +104,12 @@ class ResourceTemplate:
         _put(out, title=self.title, description=self.description, mimeType=self.mime_type,
              annotations=self.annotations)  # fmt: skip
         return out
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
+        from ..protocol.display import bundle
+
+        return bundle(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +129,12 @@ class ResourceContents:
             out["blob"] = base64.b64encode(self.blob).decode("ascii")
         return out
 
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
+        from ..protocol.display import bundle
+
+        return bundle(self)
+
 
 @dataclass(frozen=True, slots=True)
 class ReadResourceResult:
@@ -125,6 +144,12 @@ class ReadResourceResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"contents": [item.to_dict() for item in self.contents]}
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
+        from ..protocol.display import bundle
+
+        return bundle(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +180,12 @@ class Prompt:
         out["arguments"] = [argument.to_dict() for argument in self.arguments]
         return out
 
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
+        from ..protocol.display import bundle
+
+        return bundle(self)
+
 
 @dataclass(frozen=True, slots=True)
 class PromptMessage:
@@ -176,6 +207,12 @@ class GetPromptResult:
         out: dict[str, Any] = {"messages": [message.to_dict() for message in self.messages]}
         _put(out, description=self.description)
         return out
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
+        from ..protocol.display import bundle
+
+        return bundle(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,6 +422,25 @@ def completion_ref(ref: object) -> dict[str, str]:
 # (each a function of the narrow core protocol; ``Session`` delegates to them)
 
 
+class Listing(tuple[Any, ...]):
+    """A listing's entries (resources, templates or prompts): a plain tuple
+    that Jupyter shows as a table."""
+
+    __slots__ = ()
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
+        from ..protocol.display import bundle
+
+        return bundle(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython's plain text (its printer for tuples would win over the bundle's).
+        from ..protocol.display import bundle
+
+        printer.text(bundle(self)["text/plain"])
+
+
 def _walk(core: Core, walk: _ListWalk, capability: str, timeout_ms: int | None) -> tuple[Any, ...]:
     core.require(capability, walk.method)
     timeout_ms, option = request_budget(core.limits, timeout_ms)
@@ -393,7 +449,7 @@ def _walk(core: Core, walk: _ListWalk, capability: str, timeout_ms: int | None) 
         core.inbound.changed[kind].clear()
     deadline = time.monotonic() + seconds(timeout_ms)
     core.walk(walk, seconds(timeout_ms), f"{option}={timeout_ms}", deadline=deadline)
-    return tuple(walk.items)
+    return Listing(walk.items)
 
 
 def _ask(core: Core, method: str, params: dict[str, Any], timeout_ms: int | None, what: str) -> Any:

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from . import _media
 from ._eras import declares_tasks
 from ._host import Host
 
@@ -178,11 +179,16 @@ class Features:
         extra = [
             {"uri": f"fake://text/r{index}", "name": f"r{index}"} for index in range(self.server.opt.extra_resources)
         ]
+        if getattr(self.server.opt, "media", False):
+            extra += _media.MEDIA_RESOURCES
         self.page(rid, params, RESOURCES + extra, "resources")
 
     def resources_read(self, rid: object, params: dict[str, Any]) -> None:
         uri = params.get("uri")
-        if uri == "fake://blob/bytes":
+        media = _media.read(uri) if getattr(self.server.opt, "media", False) else None
+        if media is not None:
+            self.server.reply(rid, {"contents": [media]})
+        elif uri == "fake://blob/bytes":
             blob = base64.b64encode(bytes(range(256))).decode()
             self.server.reply(rid, {"contents": [{"uri": uri, "mimeType": "application/octet-stream", "blob": blob}]})
         elif isinstance(uri, str) and uri.startswith("fake://text/"):

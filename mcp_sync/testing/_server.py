@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO, ClassVar
 
+from . import _media
 from ._eras import INPUT_TOOLS, EraGate
 from ._eras import add_options as add_era_options
 from ._features import FEATURE_CAPABILITIES, FEATURE_TOOLS, Features
@@ -255,6 +256,8 @@ class FakeServer:
         args = params.get("arguments") or {}
         if self.features.call(request_id, name, args, params):
             return
+        if self.opt.media and isinstance(name, str) and _media.call(self, request_id, name, args):
+            return
         if name == "publish" and self.opt.listen:
             self.hub.publish(request_id, args, self.eras.modern(request_id))
             return
@@ -459,6 +462,10 @@ class FakeServer:
             tools += MISBEHAVING_TOOLS
         if self.opt.features:
             tools += FEATURE_TOOLS
+        if self.opt.media:
+            tools += _media.MEDIA_TOOLS
+            if not self.opt.features:
+                tools += [tool for tool in FEATURE_TOOLS if tool["name"] == "progress"]
         if self.opt.input_tools:
             tools += INPUT_TOOLS
         if self.opt.listen:
@@ -503,6 +510,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--features", action="store_true",
                    help="also list the tools that exercise progress, logs, handlers, tasks, list_changed")
     p.add_argument("--extra-resources", type=int, default=0, help="list N more resources")
+    p.add_argument("--media", action="store_true",
+                   help="also list tools that answer images, audio, resources, tables and an MCP App")
     p.add_argument("--raw", nargs=2, action="append", default=[], metavar=("METHOD", "JSON"),
                    help="answer METHOD with this JSON result")
     p.add_argument("--page-size", type=int, default=0, help="tools per tools/list page")
