@@ -23,6 +23,8 @@ from ..protocol.limits import MAX_JSON_DEPTH
 from ..protocol.text import escape
 from ..session.connect import connect
 from ..session.eras.negotiation import EraMemory, remembering
+from ..session.eras.opening import observing
+from ._starting import StartingStatus
 
 if TYPE_CHECKING:
     import argparse
@@ -465,8 +467,11 @@ def _missing_token(entry: ServerEntry) -> str | None:
     return None
 
 
-def connect_all(servers: Sequence[Server]) -> None:
-    """Connect every server at once (each connect blocks on its own handshake)."""
+def connect_all(servers: Sequence[Server], err: IO[str] | None = None) -> None:
+    """Connect every server at once (each connect blocks on its own handshake).
+    On a terminal ``err`` (stderr by default), a line says which server is
+    still starting while one has read nothing for a while."""
+    status = StartingStatus(sys.stderr if err is None else err)
 
     def attempt(server: Server) -> None:
         problem = _missing_token(server.entry)
@@ -474,13 +479,13 @@ def connect_all(servers: Sequence[Server]) -> None:
             server.error = CliExit(EXIT_USAGE, problem)
             return
         try:
-            with remembering(server.era):
+            with remembering(server.era), observing(status.report):
                 server.session = connect(server.entry, diagnostics=server.observe)
         except Exception as exc:
             server.error = exc
 
     if servers:
-        with ThreadPoolExecutor(max_workers=min(8, len(servers))) as pool:
+        with status, ThreadPoolExecutor(max_workers=min(8, len(servers))) as pool:
             list(pool.map(attempt, servers))
 
 
