@@ -22,12 +22,14 @@ from . import refresh as _refresh
 from . import server_logs as _serverlog
 from . import submit as _submit
 from .core import _Core, _not_in_catalog
+from .listing import WHOLE_LIST
 
 if TYPE_CHECKING:
     from ..protocol.catalog import CallToolResult, ServerInfo, Tool
     from ..protocol.errors import McpError
     from ..protocol.limits import Limits
     from ..protocol.roots import RootsProvider
+    from .paging import Page
     from .progress import ProgressCallback
     from .resources import (
         Completion,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 _T = TypeVar("_T")
+_Meta = Mapping[str, Any] | None
 
 
 class Session:
@@ -215,8 +218,8 @@ class Session:
             return validate_result(plain, result_type, name, adapter)
         core = self._core
         if _log.CALLS.isEnabledFor(_log.DEBUG):
-            return self._logged_call(
-                name, arguments, timeout_ms, traceparent, on_progress, progress_extends_deadline,
+            return _logged_call(
+                core, name, arguments, timeout_ms, traceparent, on_progress, progress_extends_deadline,
                 max_timeout_ms, task, meta,
             )  # fmt: skip
         if on_progress is None and not progress_extends_deadline and max_timeout_ms is None and task is None:
@@ -226,34 +229,6 @@ class Session:
             name, arguments, timeout_ms, traceparent, on_progress=on_progress,
             progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
             task=task, meta=meta,
-        )  # fmt: skip
-
-    def _logged_call(  # noqa: PLR0917
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None,
-        timeout_ms: int | None,
-        traceparent: str | None,
-        on_progress: ProgressCallback | None,
-        progress_extends_deadline: bool,
-        max_timeout_ms: int | None,
-        task: bool | None,
-        meta: Mapping[str, Any] | None,
-    ) -> CallToolResult:
-        # call_tool with mcp_sync.calls' DEBUG records. (A method of its own:
-        # in call_tool, the lambda would make a cell for each name it closes
-        # over on every call, logged or not.)
-        core = self._core
-        return _log.logged_call(
-            core.server,
-            lambda: core.call_tool(
-                name, arguments, timeout_ms, traceparent, on_progress=on_progress,
-                progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
-                task=task, meta=meta,
-            ),
-            name,
-            timeout_ms,
-            traceparent,
         )  # fmt: skip
 
     def submit_tool(
@@ -305,6 +280,21 @@ class Session:
 
         return _submit.map_tool(submit, arguments, max_in_flight)
 
+    @overload
+    def list_tools(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Tool, ...]: ...
+    @overload
+    def list_tools(self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None) -> Page[Tool]: ...
+    def list_tools(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None) -> Any:
+        """Ask the server for its tools (``tools/list``) under the catalog's
+        rules, without replacing :attr:`tools` (:meth:`refresh_tools` does).
+        Without ``cursor``: every page, within ``max_catalog_pages`` and one
+        ``timeout_ms`` (default ``request_timeout_ms``), as a tuple. With
+        ``cursor=``: that one page as a :class:`Page` (``cursor=None``: the
+        first), whose ``next_cursor`` asks for the next. Answered from the
+        session's cache while the server's ``ttlMs`` allows, unless ``meta``
+        is given (its keys go in the request's ``_meta``)."""
+        return self._list("tools", cursor, timeout_ms, meta)
+
     def refresh_tools(self, *, timeout_ms: int | None = None) -> tuple[Tool, ...]:
         """Walk ``tools/list`` again under every catalog rule and swap the new
         snapshot in at once; return it. On failure raise, keep the old one.
@@ -315,18 +305,31 @@ class Session:
     # _resources and _handlers are imported by the first call that needs them:
     # their value types cost `import mcp_sync` about 25 ms to define.
 
-    def list_resources(self, *, timeout_ms: int | None = None) -> tuple[Resource, ...]:
-        """Every resource the server lists (all pages), in its order.
-        ``timeout_ms`` bounds the whole walk (default ``request_timeout_ms``)."""
-        from . import resources as _resources
+    @overload
+    def list_resources(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Resource, ...]: ...
+    @overload
+    def list_resources(
+        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> Page[Resource]: ...
+    def list_resources(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None) -> Any:
+        """Every resource the server lists (all pages), in its order;
+        ``timeout_ms`` bounds the whole walk (default ``request_timeout_ms``).
+        With ``cursor=``, one page (see :meth:`list_tools`)."""
+        return self._list("resources", cursor, timeout_ms, meta)
 
-        return _resources.list_resources(self._core, timeout_ms)
-
-    def list_resource_templates(self, *, timeout_ms: int | None = None) -> tuple[ResourceTemplate, ...]:
-        """Every resource template the server lists (all pages)."""
-        from . import resources as _resources
-
-        return _resources.list_resource_templates(self._core, timeout_ms)
+    @overload
+    def list_resource_templates(
+        self, *, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> tuple[ResourceTemplate, ...]: ...
+    @overload
+    def list_resource_templates(
+        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> Page[ResourceTemplate]: ...
+    def list_resource_templates(
+        self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> Any:
+        """Every resource template the server lists (all pages); with ``cursor=``, one page."""
+        return self._list("resource_templates", cursor, timeout_ms, meta)
 
     def read_resource(
         self, uri: str, *, timeout_ms: int | None = None, meta: Mapping[str, Any] | None = None
@@ -343,11 +346,15 @@ class Session:
         :meth:`list_resources` began."""
         return self._core.inbound.changed["resources"].is_set()
 
-    def list_prompts(self, *, timeout_ms: int | None = None) -> tuple[Prompt, ...]:
-        """Every prompt the server lists (all pages)."""
-        from . import resources as _resources
-
-        return _resources.list_prompts(self._core, timeout_ms)
+    @overload
+    def list_prompts(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Prompt, ...]: ...
+    @overload
+    def list_prompts(
+        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> Page[Prompt]: ...
+    def list_prompts(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None) -> Any:
+        """Every prompt the server lists (all pages); with ``cursor=``, one page."""
+        return self._list("prompts", cursor, timeout_ms, meta)
 
     def get_prompt(
         self,
@@ -376,13 +383,31 @@ class Session:
         *,
         context: Mapping[str, str] | None = None,
         timeout_ms: int | None = None,
+        meta: _Meta = None,
     ) -> Completion:
         """Ask for completions of one argument of a prompt or a resource
         template: ``argument`` is ``{"name": ..., "value": ...}``, ``context``
         the arguments already resolved."""
         from . import resources as _resources
 
-        return _resources.complete(self._core, ref, argument, context, timeout_ms)
+        return _resources.complete(self._core, ref, argument, context, timeout_ms, meta=meta)
+
+    def pages(
+        self, kind: str, *, cursor: str | None = None, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> Iterator[Page[Any]]:
+        """The pages of one list (``kind``: ``"tools"``, ``"resources"``,
+        ``"resource_templates"`` or ``"prompts"``), from ``cursor`` on, each
+        asked for as you iterate (each within ``timeout_ms``), at most
+        ``max_catalog_pages`` of them; a repeated cursor, or a page past that
+        cap, raises :class:`InvalidResponse` once the pages before it are yours."""
+        from .paging import pages
+
+        return pages(self._core, kind, cursor, timeout_ms, meta)
+
+    def _list(self, kind: str, cursor: Any, timeout_ms: int | None, meta: _Meta) -> Any:
+        from .paging import listing
+
+        return listing(self._core, kind, cursor, timeout_ms, meta)
 
     # ------------------------------------------------------------ skills (io.modelcontextprotocol/skills)
     # mcp_sync.skills is imported by the first call, never by `import mcp_sync`.
@@ -523,3 +548,31 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<Session server={self.server!r} tools={len(self.tools)} {state}>"
+
+
+def _logged_call(  # noqa: PLR0917
+    core: _Core,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    timeout_ms: int | None,
+    traceparent: str | None,
+    on_progress: ProgressCallback | None,
+    progress_extends_deadline: bool,
+    max_timeout_ms: int | None,
+    task: bool | None,
+    meta: Mapping[str, Any] | None,
+) -> CallToolResult:
+    # Session.call_tool with mcp_sync.calls' DEBUG records. (A function of its
+    # own: in call_tool, the lambda would make a cell for each name it closes
+    # over on every call, logged or not.)
+    return _log.logged_call(
+        core.server,
+        lambda: core.call_tool(
+            name, arguments, timeout_ms, traceparent, on_progress=on_progress,
+            progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
+            task=task, meta=meta,
+        ),
+        name,
+        timeout_ms,
+        traceparent,
+    )  # fmt: skip

@@ -294,7 +294,7 @@ class ToolCall(cf.Future[CallToolResult]):
     def _parse(self, raw: Any) -> CallToolResult:
         core = self._calls.core
         outcome = parse_call_result(raw, self._tool.name, core.era.any_structured)
-        if core.validate_output:
+        if core.validate_output and self._tool.output_schema is not None:
             check_structured_output(self._catalog, self._tool, outcome, check_deadline(self._deadline))
         return outcome
 
