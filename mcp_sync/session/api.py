@@ -55,6 +55,8 @@ class Session:
     other method) at once, each blocking on its own deadline. :meth:`close`
     may be called from any thread, any number of times. A session that is
     garbage-collected, or still open when the interpreter exits, is closed too.
+    A method that sends a request of its own takes ``meta=``: keys added to
+    that request's ``_meta`` (the library's own keys win).
     """
 
     __slots__ = ("__weakref__", "_calls", "_core", "_finalizer", "server_info")
@@ -238,6 +240,7 @@ class Session:
         *,
         timeout_ms: int | None = None,
         traceparent: str | None = None,
+        meta: _Meta = None,
     ) -> ToolCall:
         """Send one tool call and return at once with its handle, a
         ``concurrent.futures.Future`` (:class:`ToolCall`): ``result()`` is what
@@ -253,7 +256,7 @@ class Session:
         """
         core = self._core
         calls = self._calls[0] or _submit.calls_of(core, self._calls)
-        return _submit.submit_tool(calls, name, arguments, timeout_ms, traceparent)
+        return _submit.submit_tool(calls, name, arguments, timeout_ms, traceparent, meta)
 
     def map_tool(
         self,
@@ -263,6 +266,7 @@ class Session:
         max_in_flight: int = 16,
         timeout_ms: int | None = None,
         traceparent: str | None = None,
+        meta: _Meta = None,
     ) -> Iterator[CallToolResult]:
         """Call ``name`` once for each of ``arguments``, keeping up to
         ``max_in_flight`` calls in flight, and yield the results in order
@@ -276,7 +280,7 @@ class Session:
         """
 
         def submit(args: Mapping[str, Any] | None) -> ToolCall:
-            return self.submit_tool(name, args, timeout_ms=timeout_ms, traceparent=traceparent)
+            return self.submit_tool(name, args, timeout_ms=timeout_ms, traceparent=traceparent, meta=meta)
 
         return _submit.map_tool(submit, arguments, max_in_flight)
 
@@ -285,21 +289,17 @@ class Session:
     @overload
     def list_tools(self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None) -> Page[Tool]: ...
     def list_tools(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None) -> Any:
-        """Ask the server for its tools (``tools/list``) under the catalog's
-        rules, without replacing :attr:`tools` (:meth:`refresh_tools` does).
-        Without ``cursor``: every page, within ``max_catalog_pages`` and one
-        ``timeout_ms`` (default ``request_timeout_ms``), as a tuple. With
-        ``cursor=``: that one page as a :class:`Page` (``cursor=None``: the
-        first), whose ``next_cursor`` asks for the next. Answered from the
-        session's cache while the server's ``ttlMs`` allows, unless ``meta``
-        is given (its keys go in the request's ``_meta``)."""
+        """The server's tools (``tools/list``, catalog rules; :attr:`tools` stays:
+        :meth:`refresh_tools` replaces it): every page within ``max_catalog_pages``
+        and one ``timeout_ms``, as a tuple; with ``cursor=``, that page as a
+        :class:`Page` (``None``: the first). From the cache while ``ttlMs`` allows."""
         return self._list("tools", cursor, timeout_ms, meta)
 
-    def refresh_tools(self, *, timeout_ms: int | None = None) -> tuple[Tool, ...]:
+    def refresh_tools(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Tool, ...]:
         """Walk ``tools/list`` again under every catalog rule and swap the new
         snapshot in at once; return it. On failure raise, keep the old one.
         ``timeout_ms`` bounds each page (default ``handshake_timeout_ms``)."""
-        return _refresh.refresh_tools(self._core, timeout_ms)
+        return _refresh.refresh_tools(self._core, timeout_ms, meta)
 
     # ------------------------------------------------------------ resources, prompts, completion
     # _resources and _handlers are imported by the first call that needs them:
@@ -312,9 +312,8 @@ class Session:
         self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None
     ) -> Page[Resource]: ...
     def list_resources(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None) -> Any:
-        """Every resource the server lists (all pages), in its order;
-        ``timeout_ms`` bounds the whole walk (default ``request_timeout_ms``).
-        With ``cursor=``, one page (see :meth:`list_tools`)."""
+        """Every resource the server lists (all pages, in its order, within one
+        ``timeout_ms``); with ``cursor=``, one page (see :meth:`list_tools`)."""
         return self._list("resources", cursor, timeout_ms, meta)
 
     @overload
@@ -395,11 +394,9 @@ class Session:
     def pages(
         self, kind: str, *, cursor: str | None = None, timeout_ms: int | None = None, meta: _Meta = None
     ) -> Iterator[Page[Any]]:
-        """The pages of one list (``kind``: ``"tools"``, ``"resources"``,
-        ``"resource_templates"`` or ``"prompts"``), from ``cursor`` on, each
-        asked for as you iterate (each within ``timeout_ms``), at most
-        ``max_catalog_pages`` of them; a repeated cursor, or a page past that
-        cap, raises :class:`InvalidResponse` once the pages before it are yours."""
+        """The pages of ``kind`` (``"tools"``, ``"resources"``, ``"resource_templates"``,
+        ``"prompts"``) from ``cursor`` on, each asked for as you iterate, at most
+        ``max_catalog_pages``; a repeated cursor or one more page: :class:`InvalidResponse`."""
         from .paging import pages
 
         return pages(self._core, kind, cursor, timeout_ms, meta)
@@ -412,24 +409,24 @@ class Session:
     # ------------------------------------------------------------ skills (io.modelcontextprotocol/skills)
     # mcp_sync.skills is imported by the first call, never by `import mcp_sync`.
 
-    def list_skills(self, *, timeout_ms: int | None = None) -> tuple[Skill, ...]:
+    def list_skills(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Skill, ...]:
         """Every skill the server lists (``skills/list``, all pages, within
         ``timeout_ms``): each entry's frontmatter and file manifest. No file
         is read. :class:`NotSupported` unless the server declared the skills
         extension."""
         from . import skills
 
-        return skills.list_skills(self._core, timeout_ms)
+        return skills.list_skills(self._core, timeout_ms, meta)
 
-    def get_skill(self, uri: str, *, timeout_ms: int | None = None) -> Skill:
+    def get_skill(self, uri: str, *, timeout_ms: int | None = None, meta: _Meta = None) -> Skill:
         """The entry of one skill, by the URI of its ``SKILL.md``
         (``skills/get``), listed or not. No file is read."""
         from . import skills
 
-        return skills.get_skill(self._core, uri, timeout_ms)
+        return skills.get_skill(self._core, uri, timeout_ms, meta)
 
     def load_skill(
-        self, skill: Skill | str, *, timeout_ms: int | None = None, allow_dynamic: bool = False
+        self, skill: Skill | str, *, timeout_ms: int | None = None, allow_dynamic: bool = False, meta: _Meta = None
     ) -> SkillFile:
         """Read a skill's ``SKILL.md`` and check it against the entry (size,
         digest, frontmatter field by field); a URI is looked up with
@@ -438,17 +435,17 @@ class Session:
         ``allow_dynamic=True`` reads a skill that publishes no digests."""
         from . import skills
 
-        return skills.load_skill(self._core, skill, timeout_ms, allow_dynamic)
+        return skills.load_skill(self._core, skill, timeout_ms, allow_dynamic, meta)
 
     def read_skill_file(
-        self, skill: Skill, path: str, *, timeout_ms: int | None = None, allow_dynamic: bool = False
+        self, skill: Skill, path: str, *, timeout_ms: int | None = None, allow_dynamic: bool = False, meta: _Meta = None
     ) -> SkillFile:
         """Read one file of ``skill`` (a path relative to its root, or a
         URI) and check its size and digest against the entry; a file the
         entry does not list is refused before anything is sent."""
         from . import skills
 
-        return skills.read_skill_file(self._core, skill, path, timeout_ms, allow_dynamic)
+        return skills.read_skill_file(self._core, skill, path, timeout_ms, allow_dynamic, meta)
 
     # ------------------------------------------------------------ logging, roots, health
 
