@@ -31,8 +31,10 @@ The rules, in one place:
 - ``notifications/tools/list_changed`` drops the ``tools/list`` entries,
   ``prompts/list_changed`` the prompt lists, ``resources/list_changed`` the
   resource and template lists, ``notifications/resources/updated`` the read
-  of that URI. A result fetched while any of them arrived is not kept (the
-  cache's epoch moved), so a change announced mid-request is never hidden.
+  of that URI. A result fetched while a change of what it is made of was
+  announced is not kept, so a change announced mid-request is never hidden
+  (the last :data:`MAX_CHANGES` changes are remembered one by one; older
+  ones count as having come just before the last one forgotten).
 - Bounded: :data:`MAX_ENTRIES` entries and about :data:`MAX_BYTES` bytes of
   text, the least recently used going first; one result over a quarter of
   that is not kept.
@@ -52,7 +54,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields, is_dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["MAX_BYTES", "MAX_ENTRIES", "MAX_TTL_MS", "WHOLE", "ResponseCache", "freshness"]
+__all__ = ["MAX_BYTES", "MAX_CHANGES", "MAX_ENTRIES", "MAX_TTL_MS", "WHOLE", "ResponseCache", "freshness"]
 
 MAX_ENTRIES = 256
 """Entries one session's cache holds at most."""
@@ -60,6 +62,8 @@ MAX_BYTES = 32 * 1024 * 1024
 """About how many bytes of text and data one session's cache holds at most."""
 MAX_TTL_MS = 3_600_000
 """The longest a result is kept (one hour), whatever ``ttlMs`` says."""
+MAX_CHANGES = 1024
+"""Announced changes remembered one by one (per list, per resource URI)."""
 
 class _Whole:
     def __repr__(self) -> str:
@@ -109,12 +113,18 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, object], _Entry] = {}
         self._bytes = 0
-        self._epoch = 0
+        # Each announced change is numbered; _changed holds the number of the
+        # last change of each list method and of each read URI (("read", uri)),
+        # and _floor the number of the last change forgotten to stay bounded.
+        self._seq = 0
+        self._changed: dict[object, int] = {}
+        self._floor = 0
 
     @property
     def epoch(self) -> int:
-        """Moves at each invalidation: read before a request, given to :meth:`store`."""
-        return self._epoch
+        """The number of the last announced change: read before a request,
+        given to :meth:`store` with its result."""
+        return self._seq
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -154,8 +164,9 @@ class ResponseCache:
         elif size > MAX_BYTES // 4:
             why = f"{size} bytes, over a quarter of the cache"
         else:
+            group = ("read", part) if method == _READ else method
             with self._lock:
-                if epoch != self._epoch:
+                if self._changed.get(group, self._floor) > epoch:
                     why = "the server announced a change while it was fetched"
                 else:
                     key = (method, part)
@@ -172,7 +183,8 @@ class ResponseCache:
         """``notifications/<kind>/list_changed``: drop that kind's lists."""
         methods = _LISTS.get(kind, ())
         with self._lock:
-            self._epoch += 1
+            for method in methods:
+                self._note(method)
             for key in [key for key in self._entries if key[0] in methods]:
                 self._drop(key)
         if _log.isEnabledFor(logging.DEBUG):
@@ -182,18 +194,30 @@ class ResponseCache:
     def updated(self, params: object) -> None:
         """``notifications/resources/updated``: drop the read of its URI."""
         uri = params.get("uri") if isinstance(params, Mapping) else None
+        if not isinstance(uri, str):
+            return
         with self._lock:
-            self._epoch += 1
-            if isinstance(uri, str):
-                self._drop((_READ, uri))
-        if isinstance(uri, str) and _log.isEnabledFor(logging.DEBUG):
+            self._note(("read", uri))
+            self._drop((_READ, uri))
+        if _log.isEnabledFor(logging.DEBUG):
             self._debug("cache_invalidate", "dropped", _READ, uri, "notifications/resources/updated")
 
     def clear(self) -> None:
         with self._lock:
-            self._epoch += 1
+            self._seq += 1
+            self._floor = self._seq
+            self._changed.clear()
             self._entries.clear()
             self._bytes = 0
+
+    def _note(self, group: object) -> None:
+        # Under the lock: one more change, of ``group``.
+        self._seq += 1
+        self._changed.pop(group, None)
+        self._changed[group] = self._seq
+        if len(self._changed) > MAX_CHANGES:
+            oldest = next(iter(self._changed))
+            self._floor = max(self._floor, self._changed.pop(oldest))
 
     def _drop(self, key: tuple[str, object]) -> None:
         # Under the lock.
