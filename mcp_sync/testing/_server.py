@@ -197,8 +197,7 @@ class FakeServer:
                 self.write_raw(text.replace("{id}", json.dumps(request_id)).encode() + b"\n")
                 return
         params = message.get("params") or {}
-        if self.opt.ttl_ms is not None and method in CACHEABLE:
-            self.hinted.add(request_id)
+        self._note_hint(request_id, method)
         if isinstance(params, dict) and self.eras.handle(request_id, method, params):
             return
         handler: Callable[[object, dict[str, Any]], None] | None = {
@@ -213,6 +212,11 @@ class FakeServer:
             self.error(request_id, -32601, "Method not found")
             return
         handler(request_id, message.get("params") or {})
+
+    def _note_hint(self, request_id: object, method: str) -> None:
+        """With --ttl-ms, mark the reply to a cacheable request for its hints."""
+        if self.opt.ttl_ms is not None and method in CACHEABLE:
+            self.hinted.add(request_id)
 
     def on_initialize(self, request_id: object, params: dict[str, Any]) -> None:
         if self.opt.initialize_result is not None:
