@@ -23,6 +23,7 @@ from .protocol.errors import (
     McpError,
     MissingExtra,
     NotSupported,
+    OutputMismatch,
     ProtocolError,
     RemoteError,
     ResultMismatch,
@@ -71,6 +72,7 @@ if typing.TYPE_CHECKING:
         SamplingRequest,
         SamplingResult,
     )
+    from .session.paging import Page
     from .session.resources import (
         Completion,
         GetPromptResult,
@@ -84,7 +86,7 @@ if typing.TYPE_CHECKING:
     )
 
 # Defined on first use: these value types (answers to the server's requests,
-# resources, prompts, roots) cost `import mcp_sync` about 25 ms to define, and
+# resources, prompts, roots, a list's Page) cost `import mcp_sync` about 25 ms to define, and
 # many programs never touch them. (Outside type checking: mypy sees the
 # imports above, and no module __getattr__ to hide a misspelt name.)
 _FROM_HANDLERS = frozenset({
@@ -105,6 +107,8 @@ if not typing.TYPE_CHECKING:
             from .session import resources as module
         elif name == "Root":
             from .protocol import roots as module
+        elif name == "Page":
+            from .session import paging as module
         else:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         value = getattr(module, name)
@@ -112,7 +116,7 @@ if not typing.TYPE_CHECKING:
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*globals(), *_FROM_HANDLERS, *_FROM_RESOURCES, "Root"})
+        return sorted({*globals(), *_FROM_HANDLERS, *_FROM_RESOURCES, "Root", "Page"})
 
 
 __all__ = [
@@ -155,6 +159,8 @@ __all__ = [
     "McpError",
     "MissingExtra",
     "NotSupported",
+    "OutputMismatch",
+    "Page",
     "ProgressCallback",
     "Prompt",
     "PromptArgument",

@@ -405,6 +405,7 @@ class Servers:
         timeout_ms: int | None = None,
         traceparent: str | None = None,
         on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult:
         """``self.session(server).call_tool(tool, arguments, ...)``.
 
@@ -417,12 +418,12 @@ class Servers:
         """
         session, left_ms = self._within(server, timeout_ms)
         if on_progress is None:
-            return session.call_tool(tool, arguments, timeout_ms=left_ms, traceparent=traceparent)
+            return session.call_tool(tool, arguments, timeout_ms=left_ms, traceparent=traceparent, meta=meta)
         return session.call_tool(
-            tool, arguments, timeout_ms=left_ms, traceparent=traceparent, on_progress=on_progress
+            tool, arguments, timeout_ms=left_ms, traceparent=traceparent, meta=meta, on_progress=on_progress
         )
 
-    def submit_tool(
+    def submit_tool(  # noqa: PLR0913
         self,
         server: str,
         tool: str,
@@ -430,12 +431,13 @@ class Servers:
         *,
         timeout_ms: int | None = None,
         traceparent: str | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> ToolCall:
         """``self.session(server).submit_tool(tool, arguments, ...)``: the
         handle of a call on that server's current session (connected first if
         need be, which blocks, and counts against ``timeout_ms``)."""
         session, left_ms = self._within(server, timeout_ms)
-        return session.submit_tool(tool, arguments, timeout_ms=left_ms, traceparent=traceparent)
+        return session.submit_tool(tool, arguments, timeout_ms=left_ms, traceparent=traceparent, meta=meta)
 
     def map_tool(  # noqa: PLR0913
         self,
@@ -446,6 +448,7 @@ class Servers:
         max_in_flight: int = 16,
         timeout_ms: int | None = None,
         traceparent: str | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> Iterator[CallToolResult]:
         """``self.session(server).map_tool(tool, arguments, ...)``, on the
         session current when it is called (a respawn meanwhile fails the calls
@@ -458,7 +461,7 @@ class Servers:
             session = self._connect(slot, _Budget.of(timeout_ms, slot.entry))
         return session.map_tool(
             tool, arguments, max_in_flight=max_in_flight, timeout_ms=timeout_ms,
-            traceparent=traceparent,
+            traceparent=traceparent, meta=meta,
         )  # fmt: skip
 
     def close(self) -> None:

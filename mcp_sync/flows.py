@@ -641,6 +641,7 @@ def connect_and_project(
     diagnostics: Diagnostics | None = None,
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
+    cache: bool | None = None,
 ) -> ConnectedFlows:
     """Connect a server and project its tools, checking the projection first.
 
@@ -678,7 +679,7 @@ def connect_and_project(
         max_tools=max_tools, max_tool_name_bytes=max_tool_name_bytes,
         max_tool_document_bytes=max_tool_document_bytes, max_catalog_pages=max_catalog_pages,
         max_stderr_bytes=max_stderr_bytes, handlers=handlers, diagnostics=diagnostics,
-        auto_refresh=auto_refresh, validate_output=validate_output,
+        auto_refresh=auto_refresh, validate_output=validate_output, cache=cache,
     )  # fmt: skip
     try:
         source = project(session, name_prefix=prefix, include=kept, exclude=left_out)

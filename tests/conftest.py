@@ -507,20 +507,21 @@ def start_sdk_http_server(*, json_response: bool = False, stateless: bool = Fals
 
 
 @contextlib.contextmanager
-def connect_sdk_peer(script: str, transport: str, **kwargs: Any) -> Iterator[Any]:
+def connect_sdk_peer(script: str, transport: str, *args: str, **kwargs: Any) -> Iterator[Any]:
     """A Session with ``tests/peers/SCRIPT`` (an official-SDK server that runs
     through ``tests/peers/_serve.py``) over ``transport``, "stdio" or "http"
-    (on 127.0.0.1); ``kwargs`` go to ``connect``/``connect_http``."""
+    (on 127.0.0.1), given ``args`` after its own; ``kwargs`` go to
+    ``connect``/``connect_http``."""
     import mcp_sync
 
     sdk_stdio_command()  # skips (or fails under CI) when the SDK is missing
     path = str(PEERS_SRC / script)
     if transport == "stdio":
-        with mcp_sync.connect(server="sdk", command=sys.executable, args=[path], **kwargs) as session:
+        with mcp_sync.connect(server="sdk", command=sys.executable, args=[path, *args], **kwargs) as session:
             yield session
         return
     with (
-        _serve(lambda port: [sys.executable, path, "http", str(port)]) as url,
+        _serve(lambda port: [sys.executable, path, "http", str(port), *args]) as url,
         mcp_sync.connect_http(server="sdk", url=url, **kwargs) as session,
     ):
         yield session

@@ -58,12 +58,14 @@ def test_feature_value_types_are_defined_on_first_use() -> None:
     code = textwrap.dedent("""
         import sys
         import mcp_sync
-        lazy = ("mcp_sync.session.handlers", "mcp_sync.session.resources", "mcp_sync.protocol.roots", "socket")
+        lazy = ("mcp_sync.session.handlers", "mcp_sync.session.resources", "mcp_sync.protocol.roots", "socket",
+                "mcp_sync.session.paging", "mcp_sync.session.response_cache")
         print(sorted(m for m in lazy if m in sys.modules))
         from mcp_sync import Handlers, Resource
         from mcp_sync.session.handlers import Handlers as defined
         print(Handlers is defined, Resource.__module__, mcp_sync.Root.__module__)
         print(sorted(m for m in lazy if m in sys.modules))
+        print(mcp_sync.Page.__module__, "mcp_sync.session.response_cache" in sys.modules)
         print("Prompt" in dir(mcp_sync), "Prompt" in vars(mcp_sync))
         try:
             mcp_sync.Handler
@@ -77,6 +79,7 @@ def test_feature_value_types_are_defined_on_first_use() -> None:
         "[]",
         "True mcp_sync.session.resources mcp_sync.protocol.roots",
         "['mcp_sync.protocol.roots', 'mcp_sync.session.handlers', 'mcp_sync.session.resources']",
+        "mcp_sync.session.paging True",
         "True False",
         "module 'mcp_sync' has no attribute 'Handler'",
     ]

@@ -277,13 +277,14 @@ def test_auto_refresh_runs_on_a_library_thread() -> None:
 # ----------------------------------------------------------------------- output validation
 
 
-def test_structured_output_is_validated_when_asked() -> None:
-    with connect_fake("--features", validate_output=True) as session:
-        assert session.call_tool("add", {"a": 1, "b": 2}).structured_content == {"sum": 3}
-        with pytest.raises(mcp_sync.InvalidResponse, match=r"tool 'bad_structured' does not match.*'type'"):
-            session.call_tool("bad_structured")
-        assert not session.closed
-    with connect_fake("--features") as session:
+def test_structured_output_is_validated_unless_turned_off() -> None:
+    for asked in (True, None):  # None: the default
+        with connect_fake("--features", validate_output=asked) as session:
+            assert session.call_tool("add", {"a": 1, "b": 2}).structured_content == {"sum": 3}
+            with pytest.raises(mcp_sync.InvalidResponse, match=r"tool 'bad_structured' does not match.*'type'"):
+                session.call_tool("bad_structured")
+            assert not session.closed
+    with connect_fake("--features", validate_output=False) as session:
         assert session.call_tool("bad_structured").structured_content == {"sum": "not a number"}
 
 

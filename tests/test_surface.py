@@ -374,6 +374,8 @@ WAITS: dict[str, Waits] = {
         lambda e: list(e.session().map_tool("t", [{}, {}], timeout_ms=DEADLINE_MS))
     ),
     "mcp_sync.Session.refresh_tools": Waits(lambda e: e.session().refresh_tools(timeout_ms=DEADLINE_MS)),
+    "mcp_sync.Session.list_tools": Waits(lambda e: e.session().list_tools(cursor=None, timeout_ms=DEADLINE_MS)),
+    "mcp_sync.Session.pages": Waits(lambda e: list(e.session().pages("resources", timeout_ms=DEADLINE_MS))),
     "mcp_sync.Session.list_resources": Waits(lambda e: e.session().list_resources(timeout_ms=DEADLINE_MS)),
     "mcp_sync.Session.list_resource_templates": Waits(
         lambda e: e.session().list_resource_templates(timeout_ms=DEADLINE_MS)

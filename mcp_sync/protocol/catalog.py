@@ -320,10 +320,12 @@ class PageWalk(ABC):
         self._limits = limits
         self._cursors: set[str] = set()
         self.pages = 0
+        self.freshness: list[dict[str, object]] = []
+        """Each page's ``ttlMs`` and ``cacheScope``, as the server sent them."""
 
-    def add_page(self, result: object) -> str | None:
-        """Validate one page; return the cursor to follow, or ``None`` when done."""
-        limits = self._limits
+    def page(self, result: object) -> str | None:
+        """Validate and keep one page on its own; return its ``nextCursor``
+        (a non-empty string), or ``None`` on the last page."""
         method = self.method
         self.pages += 1
         if not isinstance(result, dict):
@@ -332,11 +334,19 @@ class PageWalk(ABC):
         if not isinstance(entries, list):
             raise InvalidResponse(f"a {method} result has no {self.key} array")
         self.entries(entries)
+        self.freshness.append({"ttlMs": result.get("ttlMs"), "cacheScope": result.get("cacheScope")})
         cursor = result.get("nextCursor")
+        if cursor is not None and (not isinstance(cursor, str) or not cursor):
+            raise InvalidResponse(f"a {method} page has an empty or non-string nextCursor")
+        return cursor
+
+    def add_page(self, result: object) -> str | None:
+        """Validate one page of a walk; return the cursor to follow, or ``None`` when done."""
+        limits = self._limits
+        method = self.method
+        cursor = self.page(result)
         if cursor is None:
             return None
-        if not isinstance(cursor, str) or not cursor:
-            raise InvalidResponse(f"a {method} page has an empty or non-string nextCursor")
         if cursor in self._cursors:
             raise InvalidResponse(f"a {method} page repeats an earlier cursor")
         if self.pages >= limits.max_catalog_pages:

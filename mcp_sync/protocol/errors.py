@@ -24,6 +24,7 @@ __all__ = [
     "LoginRequired",
     "McpError",
     "NotSupported",
+    "OutputMismatch",
     "ProtocolError",
     "RemoteError",
     "ResultMismatch",
@@ -319,6 +320,43 @@ class ResultMismatch(InvalidResponse):
 
     def _copy(self) -> ResultMismatch:
         return ResultMismatch(self.message, self.reason, self.field, self.result)
+
+
+class OutputMismatch(InvalidResponse):
+    """A tool's result breaks the ``outputSchema`` the tool published (the
+    session checks it unless ``connect(validate_output=False)``). Its kind
+    stays ``invalid_response`` (it is an :class:`InvalidResponse`).
+
+    ``tool`` is the tool's name; ``reason`` is ``"invalid"`` (the
+    ``structuredContent`` does not validate) or ``"missing"`` (a successful
+    result without ``structuredContent``); ``path`` is the JSON pointer of
+    the first value that fails (``"/days/1/high"``, ``""`` for the whole
+    value) and ``keyword`` the schema keyword it fails (``"type"``), both
+    cut to 200 characters; ``result`` is the :class:`CallToolResult` as
+    received (``None`` on a copy raised again elsewhere). The message names
+    the tool, the keyword and the path, never a value the server sent.
+    """
+
+    kind = "invalid_response"
+
+    def __init__(  # noqa: PLR0913, PLR0917
+        self,
+        message: str,
+        tool: str = "",
+        reason: str = "invalid",
+        path: str = "",
+        keyword: str | None = None,
+        result: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.reason = reason
+        self.path = path
+        self.keyword = keyword
+        self.result = result
+
+    def _copy(self) -> OutputMismatch:
+        return OutputMismatch(self.message, self.tool, self.reason, self.path, self.keyword, self.result)
 
 
 class InputRequired(McpError):

@@ -1,11 +1,15 @@
-"""Opt-in validation of a tool's ``structuredContent`` against its
-``outputSchema`` (``connect(validate_output=True)``), with ``jsonschema``.
+"""The check of a tool's ``structuredContent`` against its ``outputSchema``,
+with ``jsonschema``: on by default, off with ``connect(validate_output=False)``.
 
 ``jsonschema`` and ``google-re2`` are the optional extra
-``mcp-sync-client[validation]``, imported only when a session asks for
-validation, so ``import mcp_sync`` stays fast. Each tool's schema is compiled
-once per catalog snapshot. Remote ``$ref``s are never fetched (jsonschema's
-``referencing`` resolves only what the schema itself contains).
+``mcp-sync-client[validation]``, imported by the first result checked, so
+``import mcp_sync`` and ``connect`` stay fast. ``validate_output=True``
+requires the extra (refused at connect without it); the default checks when
+the extra is installed, and without it lets results through unchecked and
+says so once per process (a WARNING, ``output_unchecked``). Each tool's
+schema is compiled once per catalog snapshot. Remote ``$ref``s are never
+fetched (jsonschema's ``referencing`` resolves only what the schema itself
+contains).
 
 Both the schema and the result come from the server, so the validation runs
 in time linear in them and stops at a deadline:
@@ -31,6 +35,7 @@ keywords of its draft (jsonschema would otherwise switch to its stock class).
 from __future__ import annotations
 
 import importlib.util
+import logging
 import math
 import threading
 import time
@@ -38,7 +43,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .catalog import CallToolResult, Snapshot, Tool, thaw
-from .errors import InvalidResponse, Timeout, missing_extra
+from .errors import InvalidResponse, OutputMismatch, Timeout, missing_extra
 from .patterns import PatternRefused, ServerPattern, TooCostly, server_pattern
 
 __all__ = [
@@ -47,6 +52,7 @@ __all__ = [
     "check_deadline",
     "check_structured_output",
     "require_jsonschema",
+    "validation_available",
 ]
 
 MAX_VALIDATION_SECONDS = 10.0
@@ -75,10 +81,45 @@ class _Overtime(Exception):
 
 def require_jsonschema() -> None:
     """Refuse ``validate_output=True`` up front when the extra is missing."""
-    if importlib.util.find_spec("jsonschema") is None:
+    if not _installed("jsonschema"):
         raise missing_extra("option validate_output", "jsonschema", "validation")
-    if importlib.util.find_spec("re2") is None:
+    if not _installed("re2"):
         raise missing_extra("option validate_output", "google-re2", "validation")
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a finder that refuses it, a broken module
+        return False
+
+
+_available: list[bool] = []  # [whether the extra is installed], decided by the first check
+
+
+def validation_available() -> bool:
+    """Whether the validation extra (jsonschema and google-re2) is installed:
+    looked up once per process, without importing either."""
+    if not _available:
+        _available.append(_installed("jsonschema") and _installed("re2"))
+    return _available[0]
+
+
+_unchecked_told = threading.Event()
+
+
+def _tell_unchecked(tool: Tool) -> None:
+    """Once per process: results go unchecked for want of the extra."""
+    if _unchecked_told.is_set():
+        return
+    _unchecked_told.set()
+    logging.getLogger("mcp_sync.session").warning(
+        "the result of tool %s was not checked against its outputSchema: results are checked by default "
+        "only with the validation extra (pip install 'mcp-sync-client[validation]'); "
+        "connect(validate_output=False) checks none and says nothing",
+        ascii(tool.name[:200]),
+        extra={"mcp_event": "output_unchecked", "mcp_server": "", "mcp_tool": ascii(tool.name[:200])},
+    )
 
 
 def _tick() -> None:
@@ -416,14 +457,21 @@ def _validator(snapshot: Snapshot, tool: Tool) -> Any:
 def check_structured_output(
     snapshot: Snapshot, tool: Tool, result: CallToolResult, deadline: float | None = None
 ) -> None:
-    """Raise :class:`InvalidResponse` naming the tool when a successful result
-    does not match the tool's ``outputSchema``, or :class:`Timeout` when
+    """Raise :class:`OutputMismatch` naming the tool and the first failing
+    path when a successful result does not match the tool's ``outputSchema``
+    (:class:`InvalidResponse` when the schema cannot be evaluated), or :class:`Timeout` when
     checking it would run past ``deadline`` (a ``time.monotonic()`` value;
     without one, :data:`MAX_VALIDATION_SECONDS` from now)."""
     if tool.output_schema is None or result.is_error:
         return
+    if not validation_available():  # the default, without the extra (True required it at connect)
+        _tell_unchecked(tool)
+        return
     if result.structured_content is None:
-        raise InvalidResponse(f"tool {tool.name!a} has an outputSchema but its result has no structuredContent")
+        raise OutputMismatch(
+            f"tool {tool.name!a} has an outputSchema but its result has no structuredContent",
+            tool.name, "missing", result=result,
+        )  # fmt: skip
     within = "before the call's deadline" if deadline is not None else f"within {MAX_VALIDATION_SECONDS:g} s"
     outer = getattr(_state, "deadline", None)
     _state.deadline = time.monotonic() + MAX_VALIDATION_SECONDS if deadline is None else deadline
@@ -452,7 +500,9 @@ def check_structured_output(
         _state.deadline = outer
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path)[:200]
-        raise InvalidResponse(
+        keyword = str(error.validator)[:200]
+        raise OutputMismatch(
             f"the structuredContent of tool {tool.name!a} does not match its outputSchema "
-            f"(keyword {str(error.validator)[:40]!a} at {('/' + where)!a})"
-        )
+            f"(keyword {keyword[:40]!a} at {('/' + where)!a})",
+            tool.name, "invalid", "".join("/" + _pointer(part) for part in error.absolute_path)[:200], keyword, result,
+        )  # fmt: skip

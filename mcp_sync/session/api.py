@@ -22,12 +22,14 @@ from . import refresh as _refresh
 from . import server_logs as _serverlog
 from . import submit as _submit
 from .core import _Core, _not_in_catalog
+from .listing import WHOLE_LIST
 
 if TYPE_CHECKING:
     from ..protocol.catalog import CallToolResult, ServerInfo, Tool
     from ..protocol.errors import McpError
     from ..protocol.limits import Limits
     from ..protocol.roots import RootsProvider
+    from .paging import Page
     from .progress import ProgressCallback
     from .resources import (
         Completion,
@@ -43,6 +45,19 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 _T = TypeVar("_T")
+_Meta = Mapping[str, Any] | None
+
+
+def _session_bundle(session: Session, include: object = None, exclude: object = None) -> dict[str, str]:
+    # Jupyter's display: the server, its era, its health and its tools.
+    from ..protocol.display import bundle
+
+    return bundle(session, session.limits)
+
+
+def _session_facts(session: Session) -> list[tuple[str, str]]:
+    # What a notebook shows of a session: its server, era, health and tools.
+    return _health.facts(session._core, session.server_info, f"{session.era}, protocol {session.protocol_version}")
 
 
 class Session:
@@ -52,6 +67,8 @@ class Session:
     other method) at once, each blocking on its own deadline. :meth:`close`
     may be called from any thread, any number of times. A session that is
     garbage-collected, or still open when the interpreter exits, is closed too.
+    A method that sends a request of its own takes ``meta=``: keys added to
+    that request's ``_meta`` (the library's own keys win).
     """
 
     __slots__ = ("__weakref__", "_calls", "_core", "_finalizer", "server_info")
@@ -182,15 +199,13 @@ class Session:
         trace context value, is sent in the request's ``_meta``.
 
         ``on_progress(progress, total, message)`` is called on this thread for
-        each progress notification of this call, as it arrives (both eras);
-        with ``progress_extends_deadline=True`` each one moves the deadline to
-        now plus the timeout, never past ``max_timeout_ms`` (default ten times
-        the timeout). Handshake era: a tool whose ``execution.taskSupport`` is
-        ``"required"`` is called as a task (create, poll, fetch); ``task=True``
-        does that for an ``"optional"`` one. Modern era: when the server
-        advertises the tasks extension the call declares it (``task=False``
-        does not) and a task the server answers with is followed to its
-        result; ``input_required`` is answered by the session's handlers.
+        each progress notification of this call; with
+        ``progress_extends_deadline=True`` each one moves the deadline to now
+        plus the timeout, never past ``max_timeout_ms`` (default ten times the
+        timeout). Tasks: a tool whose ``execution.taskSupport`` is
+        ``"required"`` (``task=True``: ``"optional"``) is called as a task and
+        followed to its result (``task=False`` does not declare the modern
+        tasks extension); ``input_required`` is answered by the handlers.
 
         ``result_type`` (a pydantic model, dataclass, ``TypedDict``...):
         return the result's ``structuredContent`` validated as that type
@@ -215,8 +230,8 @@ class Session:
             return validate_result(plain, result_type, name, adapter)
         core = self._core
         if _log.CALLS.isEnabledFor(_log.DEBUG):
-            return self._logged_call(
-                name, arguments, timeout_ms, traceparent, on_progress, progress_extends_deadline,
+            return _logged_call(
+                core, name, arguments, timeout_ms, traceparent, on_progress, progress_extends_deadline,
                 max_timeout_ms, task, meta,
             )  # fmt: skip
         if on_progress is None and not progress_extends_deadline and max_timeout_ms is None and task is None:
@@ -228,34 +243,6 @@ class Session:
             task=task, meta=meta,
         )  # fmt: skip
 
-    def _logged_call(  # noqa: PLR0917
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None,
-        timeout_ms: int | None,
-        traceparent: str | None,
-        on_progress: ProgressCallback | None,
-        progress_extends_deadline: bool,
-        max_timeout_ms: int | None,
-        task: bool | None,
-        meta: Mapping[str, Any] | None,
-    ) -> CallToolResult:
-        # call_tool with mcp_sync.calls' DEBUG records. (A method of its own:
-        # in call_tool, the lambda would make a cell for each name it closes
-        # over on every call, logged or not.)
-        core = self._core
-        return _log.logged_call(
-            core.server,
-            lambda: core.call_tool(
-                name, arguments, timeout_ms, traceparent, on_progress=on_progress,
-                progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
-                task=task, meta=meta,
-            ),
-            name,
-            timeout_ms,
-            traceparent,
-        )  # fmt: skip
-
     def submit_tool(
         self,
         name: str,
@@ -263,6 +250,7 @@ class Session:
         *,
         timeout_ms: int | None = None,
         traceparent: str | None = None,
+        meta: _Meta = None,
     ) -> ToolCall:
         """Send one tool call and return at once with its handle, a
         ``concurrent.futures.Future`` (:class:`ToolCall`): ``result()`` is what
@@ -278,7 +266,7 @@ class Session:
         """
         core = self._core
         calls = self._calls[0] or _submit.calls_of(core, self._calls)
-        return _submit.submit_tool(calls, name, arguments, timeout_ms, traceparent)
+        return _submit.submit_tool(calls, name, arguments, timeout_ms, traceparent, meta)
 
     def map_tool(
         self,
@@ -288,6 +276,7 @@ class Session:
         max_in_flight: int = 16,
         timeout_ms: int | None = None,
         traceparent: str | None = None,
+        meta: _Meta = None,
     ) -> Iterator[CallToolResult]:
         """Call ``name`` once for each of ``arguments``, keeping up to
         ``max_in_flight`` calls in flight, and yield the results in order
@@ -301,32 +290,55 @@ class Session:
         """
 
         def submit(args: Mapping[str, Any] | None) -> ToolCall:
-            return self.submit_tool(name, args, timeout_ms=timeout_ms, traceparent=traceparent)
+            return self.submit_tool(name, args, timeout_ms=timeout_ms, traceparent=traceparent, meta=meta)
 
         return _submit.map_tool(submit, arguments, max_in_flight)
 
-    def refresh_tools(self, *, timeout_ms: int | None = None) -> tuple[Tool, ...]:
+    @overload
+    def list_tools(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Tool, ...]: ...
+    @overload
+    def list_tools(self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None) -> Page[Tool]: ...
+    def list_tools(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None) -> Any:
+        """The server's tools (``tools/list``, catalog rules; :attr:`tools` stays:
+        :meth:`refresh_tools` replaces it): every page within ``max_catalog_pages``
+        and one ``timeout_ms``, as a tuple; with ``cursor=``, that page as a
+        :class:`Page` (``None``: the first). From the cache while ``ttlMs`` allows."""
+        return self._list("tools", cursor, timeout_ms, meta)
+
+    def refresh_tools(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Tool, ...]:
         """Walk ``tools/list`` again under every catalog rule and swap the new
         snapshot in at once; return it. On failure raise, keep the old one.
         ``timeout_ms`` bounds each page (default ``handshake_timeout_ms``)."""
-        return _refresh.refresh_tools(self._core, timeout_ms)
+        return _refresh.refresh_tools(self._core, timeout_ms, meta)
 
     # ------------------------------------------------------------ resources, prompts, completion
     # _resources and _handlers are imported by the first call that needs them:
     # their value types cost `import mcp_sync` about 25 ms to define.
 
-    def list_resources(self, *, timeout_ms: int | None = None) -> tuple[Resource, ...]:
-        """Every resource the server lists (all pages), in its order.
-        ``timeout_ms`` bounds the whole walk (default ``request_timeout_ms``)."""
-        from . import resources as _resources
+    @overload
+    def list_resources(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Resource, ...]: ...
+    @overload
+    def list_resources(
+        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> Page[Resource]: ...
+    def list_resources(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None) -> Any:
+        """Every resource the server lists (all pages, in its order, within one
+        ``timeout_ms``); with ``cursor=``, one page (see :meth:`list_tools`)."""
+        return self._list("resources", cursor, timeout_ms, meta)
 
-        return _resources.list_resources(self._core, timeout_ms)
-
-    def list_resource_templates(self, *, timeout_ms: int | None = None) -> tuple[ResourceTemplate, ...]:
-        """Every resource template the server lists (all pages)."""
-        from . import resources as _resources
-
-        return _resources.list_resource_templates(self._core, timeout_ms)
+    @overload
+    def list_resource_templates(
+        self, *, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> tuple[ResourceTemplate, ...]: ...
+    @overload
+    def list_resource_templates(
+        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> Page[ResourceTemplate]: ...
+    def list_resource_templates(
+        self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> Any:
+        """Every resource template the server lists (all pages); with ``cursor=``, one page."""
+        return self._list("resource_templates", cursor, timeout_ms, meta)
 
     def read_resource(
         self, uri: str, *, timeout_ms: int | None = None, meta: Mapping[str, Any] | None = None
@@ -343,11 +355,15 @@ class Session:
         :meth:`list_resources` began."""
         return self._core.inbound.changed["resources"].is_set()
 
-    def list_prompts(self, *, timeout_ms: int | None = None) -> tuple[Prompt, ...]:
-        """Every prompt the server lists (all pages)."""
-        from . import resources as _resources
-
-        return _resources.list_prompts(self._core, timeout_ms)
+    @overload
+    def list_prompts(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Prompt, ...]: ...
+    @overload
+    def list_prompts(
+        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> Page[Prompt]: ...
+    def list_prompts(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None) -> Any:
+        """Every prompt the server lists (all pages); with ``cursor=``, one page."""
+        return self._list("prompts", cursor, timeout_ms, meta)
 
     def get_prompt(
         self,
@@ -376,35 +392,51 @@ class Session:
         *,
         context: Mapping[str, str] | None = None,
         timeout_ms: int | None = None,
+        meta: _Meta = None,
     ) -> Completion:
         """Ask for completions of one argument of a prompt or a resource
         template: ``argument`` is ``{"name": ..., "value": ...}``, ``context``
         the arguments already resolved."""
         from . import resources as _resources
 
-        return _resources.complete(self._core, ref, argument, context, timeout_ms)
+        return _resources.complete(self._core, ref, argument, context, timeout_ms, meta=meta)
+
+    def pages(
+        self, kind: str, *, cursor: str | None = None, timeout_ms: int | None = None, meta: _Meta = None
+    ) -> Iterator[Page[Any]]:
+        """The pages of ``kind`` (``"tools"``, ``"resources"``, ``"resource_templates"``,
+        ``"prompts"``) from ``cursor`` on, each asked for as you iterate, at most
+        ``max_catalog_pages``; a repeated cursor or one more page: :class:`InvalidResponse`."""
+        from .paging import pages
+
+        return pages(self._core, kind, cursor, timeout_ms, meta)
+
+    def _list(self, kind: str, cursor: Any, timeout_ms: int | None, meta: _Meta) -> Any:
+        from .paging import listing
+
+        return listing(self._core, kind, cursor, timeout_ms, meta)
 
     # ------------------------------------------------------------ skills (io.modelcontextprotocol/skills)
     # mcp_sync.skills is imported by the first call, never by `import mcp_sync`.
 
-    def list_skills(self, *, timeout_ms: int | None = None) -> tuple[Skill, ...]:
+    def list_skills(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Skill, ...]:
         """Every skill the server lists (``skills/list``, all pages, within
         ``timeout_ms``): each entry's frontmatter and file manifest. No file
         is read. :class:`NotSupported` unless the server declared the skills
         extension."""
         from . import skills
 
-        return skills.list_skills(self._core, timeout_ms)
+        return skills.list_skills(self._core, timeout_ms, meta)
 
-    def get_skill(self, uri: str, *, timeout_ms: int | None = None) -> Skill:
+    def get_skill(self, uri: str, *, timeout_ms: int | None = None, meta: _Meta = None) -> Skill:
         """The entry of one skill, by the URI of its ``SKILL.md``
         (``skills/get``), listed or not. No file is read."""
         from . import skills
 
-        return skills.get_skill(self._core, uri, timeout_ms)
+        return skills.get_skill(self._core, uri, timeout_ms, meta)
 
     def load_skill(
-        self, skill: Skill | str, *, timeout_ms: int | None = None, allow_dynamic: bool = False
+        self, skill: Skill | str, *, timeout_ms: int | None = None, allow_dynamic: bool = False, meta: _Meta = None
     ) -> SkillFile:
         """Read a skill's ``SKILL.md`` and check it against the entry (size,
         digest, frontmatter field by field); a URI is looked up with
@@ -413,17 +445,17 @@ class Session:
         ``allow_dynamic=True`` reads a skill that publishes no digests."""
         from . import skills
 
-        return skills.load_skill(self._core, skill, timeout_ms, allow_dynamic)
+        return skills.load_skill(self._core, skill, timeout_ms, allow_dynamic, meta)
 
     def read_skill_file(
-        self, skill: Skill, path: str, *, timeout_ms: int | None = None, allow_dynamic: bool = False
+        self, skill: Skill, path: str, *, timeout_ms: int | None = None, allow_dynamic: bool = False, meta: _Meta = None
     ) -> SkillFile:
         """Read one file of ``skill`` (a path relative to its root, or a
         URI) and check its size and digest against the entry; a file the
         entry does not list is refused before anything is sent."""
         from . import skills
 
-        return skills.read_skill_file(self._core, skill, path, timeout_ms, allow_dynamic)
+        return skills.read_skill_file(self._core, skill, path, timeout_ms, allow_dynamic, meta)
 
     # ------------------------------------------------------------ logging, roots, health
 
@@ -524,12 +556,32 @@ class Session:
         state = "closed" if self.closed else "open"
         return f"<Session server={self.server!r} tools={len(self.tools)} {state}>"
 
-    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        # Jupyter's display: the server, its era, its health and its tools.
-        from ..protocol.display import bundle
+    _repr_mimebundle_ = _session_bundle  # Jupyter's display
+    _display_facts = _session_facts  # what a notebook shows of it
 
-        return bundle(self, self.limits)
-
-    def _display_facts(self) -> list[tuple[str, str]]:
-        # What a notebook shows of the session (its server, era, health, tools).
-        return _health.facts(self._core, self.server_info, f"{self.era}, protocol {self.protocol_version}")
+def _logged_call(  # noqa: PLR0917
+    core: _Core,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    timeout_ms: int | None,
+    traceparent: str | None,
+    on_progress: ProgressCallback | None,
+    progress_extends_deadline: bool,
+    max_timeout_ms: int | None,
+    task: bool | None,
+    meta: Mapping[str, Any] | None,
+) -> CallToolResult:
+    # Session.call_tool with mcp_sync.calls' DEBUG records. (A function of its
+    # own: in call_tool, the lambda would make a cell for each name it closes
+    # over on every call, logged or not.)
+    return _log.logged_call(
+        core.server,
+        lambda: core.call_tool(
+            name, arguments, timeout_ms, traceparent, on_progress=on_progress,
+            progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
+            task=task, meta=meta,
+        ),
+        name,
+        timeout_ms,
+        traceparent,
+    )  # fmt: skip

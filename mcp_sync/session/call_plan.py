@@ -197,13 +197,14 @@ def session_call(  # noqa: PLR0917
         sent["traceparent"] = _log.check_traceparent(traceparent)
     # Asked once (it may refuse task=True), before anything is sent.
     as_task = core.era.use_task(core, tool, task)
-    started = time.monotonic() if core.validate_output else 0.0
+    checked = core.validate_output and tool.output_schema is not None
+    started = time.monotonic() if checked else 0.0
     outcome = call_tool(
         core, tool, args, timeout_ms, option,
         routes=routes, meta=sent, on_progress=on_progress, extends=extends,
         max_timeout_ms=max_timeout_ms, as_task=as_task,
     )  # fmt: skip
-    if core.validate_output:
+    if checked:
         # The check runs within the call's deadline (the longest it may
         # have been extended to, when progress extends it).
         budget = max_timeout_ms if extends and max_timeout_ms else timeout_ms

@@ -64,6 +64,7 @@ def connect(
     diagnostics: Diagnostics | None = None,
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
+    cache: bool | None = None,
 ) -> Session:
     """Start (or reach) an MCP server and return a ready :class:`Session`.
 
@@ -130,8 +131,14 @@ def connect(
       when the session ends badly.
     - ``auto_refresh=True``: refresh the tool catalog on a library thread
       when the server says it changed.
-    - ``validate_output=True``: check each result's ``structuredContent``
-      against the tool's ``outputSchema`` (needs the ``validation`` extra).
+    - ``validate_output``: check each successful result's
+      ``structuredContent`` against the tool's ``outputSchema``. By default
+      when the ``validation`` extra is installed (without it results pass
+      unchecked, and a WARNING says so once); ``True`` requires the extra,
+      ``False`` checks nothing.
+    - ``cache=False``: never reuse a result, whatever ``ttlMs`` the server
+      gives. By default lists and reads are answered from the session's
+      cache while the server says they are fresh (``ttlMs``, ``cacheScope``).
     """
     given = {
         "server": server, "command": command, "args": args, "url": url,
@@ -150,7 +157,7 @@ def connect(
     }  # fmt: skip
     switches = {
         "limits": limits, "auth": auth, "handlers": handlers, "diagnostics": diagnostics,
-        "auto_refresh": auto_refresh, "validate_output": validate_output,
+        "auto_refresh": auto_refresh, "validate_output": validate_output, "cache": cache,
     }  # fmt: skip
     started = time.monotonic()
     try:
@@ -201,6 +208,7 @@ def connect_http(
     diagnostics: Diagnostics | None = None,
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
+    cache: bool | None = None,
 ) -> Session:
     """:func:`connect` to a Streamable HTTP server at ``url``: its keywords
     for a URL, each as :func:`connect` describes it (``headers``: static
@@ -216,7 +224,7 @@ def connect_http(
         max_tools=max_tools, max_tool_name_bytes=max_tool_name_bytes,
         max_tool_document_bytes=max_tool_document_bytes, max_catalog_pages=max_catalog_pages,
         max_stderr_bytes=max_stderr_bytes, handlers=handlers, diagnostics=diagnostics,
-        auto_refresh=auto_refresh, validate_output=validate_output,
+        auto_refresh=auto_refresh, validate_output=validate_output, cache=cache,
     )  # fmt: skip
 
 
@@ -263,8 +271,21 @@ def _core(settings: Settings) -> _Core:
         settings.diagnostics,
         handlers=settings.handlers,
         auto_refresh=settings.auto_refresh,
-        validate_output=settings.validate_output,
+        validate_output=settings.validate_output is not False,
+        cache=cache_scopes(settings),
     )
+
+
+def cache_scopes(settings: Settings) -> str:
+    """What the response cache keeps: ``"off"``; ``"public"`` results only
+    when the credential may change while the session runs (``auth=``, or an
+    ``http_client`` with auth of its own: another user's token may come
+    next); else ``"all"`` (the session speaks for one user)."""
+    if not settings.cache:
+        return "off"
+    client = settings.options.http_client
+    managed = client is not None and (client.auth is not None or bool(client.event_hooks.get("request")))
+    return "public" if settings.auth is not None or managed else "all"
 
 
 def _stdio_core(settings: Settings, options: Checked) -> _Core:

@@ -123,6 +123,7 @@ class _Core:
         handlers: Handlers | None = None,
         auto_refresh: bool = False,
         validate_output: bool = False,
+        cache: str = "off",
     ) -> None:
         from .inbound import Inbound
 
@@ -137,7 +138,7 @@ class _Core:
         self.validate_output = validate_output
         # What serves the server's notifications and requests (handlers,
         # progress, logs, list_changed): never run on the reading thread.
-        self.inbound: Inbound = Inbound(self, handlers, auto_refresh=auto_refresh)
+        self.inbound: Inbound = Inbound(self, handlers, auto_refresh=auto_refresh, cache=cache)
         # What the client declares it can do: in initialize, and in the
         # modern era in every request's _meta. Only what the handlers serve.
         self.client_capabilities: Mapping[str, Any] = self.inbound.capabilities()

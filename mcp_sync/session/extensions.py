@@ -29,7 +29,7 @@ KNOWN_METHODS: Mapping[str, str] = {
     "initialize": "connect()",
     "server/discover": "connect()",
     "ping": "Session.ping()",
-    "tools/list": "Session.refresh_tools()",
+    "tools/list": "Session.list_tools() or Session.refresh_tools()",
     "tools/call": "Session.call_tool()",
     "resources/list": "Session.list_resources()",
     "resources/templates/list": "Session.list_resource_templates()",

@@ -20,7 +20,7 @@ one-line method to ``Session`` (``session/api.py``) with the docstring.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..protocol.limits import Limits
     from ..protocol.roots import RootsProvider
 
-__all__ = ["Core", "EraHooks", "InboundHooks", "RootsHooks"]
+__all__ = ["CacheHooks", "Core", "EraHooks", "InboundHooks", "RootsHooks"]
 
 _C_contra = TypeVar("_C_contra", contravariant=True)
 
@@ -46,6 +46,25 @@ class RootsHooks(Protocol):
 
     def task_capability(self) -> dict[str, Any] | None:
         """The client's ``tasks`` capability (server requests run as tasks), or ``None``."""
+
+
+class CacheHooks(Protocol):
+    """The session's cache of results the server says may be reused
+    (``ttlMs``, ``cacheScope``): ``session.response_cache.ResponseCache``."""
+
+    @property
+    def epoch(self) -> int:
+        """Moves whenever the server announces a change: read it before a
+        request, and give it to :meth:`store` with the result."""
+
+    def lookup(self, method: str, part: object) -> Any:
+        """The fresh value kept for ``method`` and ``part`` (a read's URI, a
+        page's cursor, ``None`` for a first page, ``response_cache.WHOLE``
+        for a whole list), or ``None``."""
+
+    def store(self, method: str, part: object, value: Any, results: Iterable[object], epoch: int) -> None:
+        """Keep ``value``, made from the raw ``results``, as their
+        ``ttlMs``/``cacheScope`` allow, unless the epoch moved."""
 
 
 class InboundHooks(Protocol):
@@ -67,6 +86,10 @@ class InboundHooks(Protocol):
     @property
     def requests(self) -> RootsHooks:
         """The server-request side: here, only its roots."""
+
+    def response_cache(self) -> CacheHooks | None:
+        """The session's cache of results the server says may be reused
+        (``ttlMs``), or ``None`` when it is off."""
 
 
 class EraHooks(Protocol[_C_contra]):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .eras.contract import EraCore
     from .handlers import Handlers
     from .listen import ListenStream, ResourceUpdates
+    from .response_cache import ResponseCache
 
 __all__ = ["AUTO_REFRESH_SPACING", "Inbound"]
 
@@ -47,7 +48,9 @@ _LIST_CHANGED = {
 class Inbound:
     """One session's receiver of notifications and server requests."""
 
-    def __init__(self, core: EraCore, handlers: Handlers | None, *, auto_refresh: bool) -> None:
+    def __init__(
+        self, core: EraCore, handlers: Handlers | None, *, auto_refresh: bool, cache: str = "off"
+    ) -> None:
         self._core = core
         name = f"mcp_sync-{core.server}"
         self.progress = ProgressRoutes()
@@ -71,6 +74,11 @@ class Inbound:
         self._made = threading.Lock()
         self.updates: ResourceUpdates | None = None
         self.stream: ListenStream | None = None
+        # The response cache (._response_cache), made by the first request
+        # that may use it: "off", "public" (only results the server calls
+        # public are kept) or "all".
+        self._cache_scopes = cache
+        self._cache: ResponseCache | None = None
 
     def capabilities(self) -> dict[str, Any]:
         return self._handlers.capabilities() if self._handlers is not None else {}
@@ -89,6 +97,17 @@ class Inbound:
 
                 self.updates = ResourceUpdates(self._core.server)
             return self.updates
+
+    def response_cache(self) -> ResponseCache | None:
+        """The session's response cache (made on first use), or ``None`` when
+        the session was opened with ``cache=False``."""
+        if self._cache is None and self._cache_scopes != "off":
+            with self._made:
+                if self._cache is None:
+                    from .response_cache import ResponseCache
+
+                    self._cache = ResponseCache(self._core.server, keep_private=self._cache_scopes == "all")
+        return self._cache
 
     def listen_stream(self, lists: tuple[str, ...]) -> ListenStream:
         """The 2026-07-28 listen stream (started on first use), listening
@@ -111,6 +130,8 @@ class Inbound:
             self.log.notify(params)
         elif method in _LIST_CHANGED:
             kind = _LIST_CHANGED[method]
+            if self._cache is not None:  # dropped before the flag is seen set
+                self._cache.list_changed(kind)
             self.changed[kind].set()
             if kind == "tools" and self.auto_refresh:
                 # A full backlog means a refresh is already waiting: it will
@@ -119,6 +140,8 @@ class Inbound:
         elif method == "notifications/cancelled":
             self.requests.cancelled(params)
         elif method == "notifications/resources/updated":
+            if self._cache is not None:
+                self._cache.updated(params)
             updates = self.updates
             if updates is not None:
                 updates.notify(params)
@@ -170,6 +193,8 @@ class Inbound:
         self._events.close(max(0.0, deadline - time.monotonic()), drain=True)
         self._refresher.close(max(0.0, deadline - time.monotonic()))
         self.background.close(max(0.0, deadline - time.monotonic()))
+        if self._cache is not None:
+            self._cache.clear()
         stream, updates = self.stream, self.updates
         if stream is not None:
             stream.close(max(0.0, deadline - time.monotonic()))

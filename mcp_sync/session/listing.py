@@ -20,7 +20,16 @@ from ..protocol.limits import seconds
 if TYPE_CHECKING:
     from .feature_contract import Core
 
-__all__ = ["catalog_tools", "walk"]
+__all__ = ["WHOLE_LIST", "catalog_tools", "walk"]
+
+
+class _WholeList:
+    def __repr__(self) -> str:
+        return "<the whole list>"
+
+
+WHOLE_LIST: Any = _WholeList()
+"""The default of the ``list_*`` calls' ``cursor=``: walk the whole list."""
 
 
 def catalog_tools(core: Core, keep: Callable[[Tool], bool] | None = None) -> tuple[Tool, ...]:

@@ -88,7 +88,9 @@ class Settings:
     handlers: Handlers | None
     diagnostics: Any
     auto_refresh: bool
-    validate_output: bool
+    validate_output: bool | None
+    """``None``: check results when the validation extra is installed."""
+    cache: bool
 
 
 def url_problem(text: str) -> str | None:
@@ -123,7 +125,8 @@ def session_settings(
         handlers=_handlers(switches["handlers"]),
         diagnostics=_callable("diagnostics", switches["diagnostics"]),
         auto_refresh=_flag("auto_refresh", switches["auto_refresh"]),
-        validate_output=_flag("validate_output", switches["validate_output"]),
+        validate_output=_tristate("validate_output", switches["validate_output"]),
+        cache=_flag("cache", switches.get("cache"), default=True),
     )
 
 
@@ -323,9 +326,12 @@ def _callable(name: str, value: object) -> object:
     return value
 
 
-def _flag(name: str, value: object) -> bool:
-    if value is None:
-        return False
-    if type(value) is not bool:
+def _flag(name: str, value: object, default: bool = False) -> bool:
+    chosen = _tristate(name, value)
+    return default if chosen is None else chosen
+
+
+def _tristate(name: str, value: object) -> bool | None:
+    if value is not None and type(value) is not bool:
         raise InvalidOption(f"option {name} must be a bool")
     return value

@@ -160,6 +160,11 @@ class _Entry(_LimitFields):
     protocol_version: NonEmpty | None = None
     """Pin one revision (one of ``SUPPORTED_PROTOCOL_VERSIONS``)."""
 
+    cache: StrictBool | None = None
+    """``false``: the session never reuses a result, whatever ``ttlMs`` the
+    server gives (by default lists and reads are answered from its cache
+    while the server says they are fresh). ``connect(cache=...)`` wins."""
+
     secrets: Annotated[Strings | None, BeforeValidator(_collection)] = None
     """Python only: more values to mask in the diagnostic stderr tail (the
     values of ``env``, and what a config entry's variables expanded to,
@@ -440,6 +445,7 @@ _WORDING = {
     "cwd": "must be a path",
     "env": "must be a mapping of strings to strings",
     "inherit_env": "must be a bool",
+    "cache": "must be a bool",
     "secrets": "must be a collection of strings",
     "url": "must be an absolute http: or https: URL with a host and without a user name or "
     "password",
@@ -463,12 +469,15 @@ def resolve(options: object, given: Mapping[str, Any], switches: Mapping[str, An
     ``options`` is a model (or ``None``); ``given`` the keywords that shape
     the transport (``None``: not given), which override its fields;
     ``switches`` the session's own keywords (``limits``, ``auth``,
-    ``handlers``, ``diagnostics``, ``auto_refresh``, ``validate_output``).
+    ``handlers``, ``diagnostics``, ``auto_refresh``, ``validate_output``,
+    ``cache``); a ``cache`` switch left at ``None`` takes the entry's field.
     """
     merged = _merged(options, given)
     auth = switches["auth"] if switches["auth"] is not None else merged.pop("auth", None)
     merged.pop("auth", None)
     model = _model(merged)
+    if switches.get("cache") is None:
+        switches = {**switches, "cache": model.cache}
     kind: Kind = (
         "stdio"
         if isinstance(model, ConnectOptions)

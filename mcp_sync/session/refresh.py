@@ -10,7 +10,8 @@ library thread whenever the flag goes up.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.catalog import CatalogWalk, Snapshot, Tool
 from ..protocol.errors import McpError, RemoteError, UrlElicitationRequired
@@ -32,7 +33,7 @@ def with_context(error: McpError, prefix: str) -> McpError:
     return type(error)(message)
 
 
-def refresh_tools(core: Core, timeout_ms: int | None) -> tuple[Tool, ...]:
+def refresh_tools(core: Core, timeout_ms: int | None, meta: Mapping[str, Any] | None = None) -> tuple[Tool, ...]:
     """``Session.refresh_tools`` (and ``auto_refresh``'s thread): walk
     ``tools/list`` under every catalog rule; swap the snapshot only if the
     whole walk passed. ``timeout_ms`` bounds each page (``None``:
@@ -44,6 +45,11 @@ def refresh_tools(core: Core, timeout_ms: int | None) -> tuple[Tool, ...]:
         timeout_ms, option = core.limits.handshake_timeout_ms, "handshake_timeout_ms"
     else:
         timeout_ms, option = check_limit("timeout_ms", timeout_ms), "timeout_ms"
+    params: dict[str, Any] = {}
+    if meta is not None:  # on every page's request
+        from .extensions import check_meta
+
+        params["_meta"] = check_meta(meta, core.limits.max_outbound_frame_bytes)
     inbound = core.inbound
     flag = inbound.changed["tools"]
     with inbound.refresh_lock:
@@ -51,7 +57,7 @@ def refresh_tools(core: Core, timeout_ms: int | None) -> tuple[Tool, ...]:
         flag.clear()
         walk = CatalogWalk(core.limits)
         try:
-            core.walk(walk, seconds(timeout_ms), f"{option}={timeout_ms}")
+            core.walk(walk, seconds(timeout_ms), f"{option}={timeout_ms}", params)
         except McpError as exc:
             flag.set()
             failure = with_context(

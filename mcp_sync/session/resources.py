@@ -1,18 +1,17 @@
 """Resources, prompts and completion: what a server offers besides tools.
 
-Each list is walked to its end under the same page and cursor rules as the
-tool catalog (``PageWalk``: ``max_catalog_pages``, no repeated or empty
-cursor), within one deadline for the whole walk, and returned as a tuple of
-frozen values. A server that did not declare the capability a method needs
-gets :class:`NotSupported` before anything is sent. Everything in a result is
-untrusted text.
+The value types, how each list's pages are checked (``PageWalk``: the tool
+catalog's page and cursor rules), and reading a resource, getting a prompt
+and completing an argument. The lists themselves, whole or a page at a time,
+are walked by ``session.paging``. A server that did not declare the
+capability a method needs gets :class:`NotSupported` before anything is
+sent. Everything in a result is untrusted text.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import time
 from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +28,9 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_COMPLETION_VALUES",
     "MAX_LIST_ITEMS",
+    "PROMPTS",
+    "RESOURCES",
+    "RESOURCE_TEMPLATES",
     "Completion",
     "GetPromptResult",
     "Listing",
@@ -41,10 +43,8 @@ __all__ = [
     "ResourceTemplate",
     "complete",
     "get_prompt",
-    "list_prompts",
-    "list_resource_templates",
-    "list_resources",
     "read_resource",
+    "with_meta",
 ]
 
 MAX_LIST_ITEMS = 10_000
@@ -320,6 +320,11 @@ class _Prompts(_ListWalk):
         )  # fmt: skip
 
 
+RESOURCES, RESOURCE_TEMPLATES, PROMPTS = _Resources, _Templates, _Prompts
+"""How the pages of ``resources/list``, ``resources/templates/list`` and
+``prompts/list`` are checked and kept (``session.paging`` walks them)."""
+
+
 def parse_contents(result: object, uri: str) -> ReadResourceResult:
     where = f"the resources/read result for {uri[:200]!a}"
     if not isinstance(result, dict) or not isinstance(result.get("contents"), list):
@@ -441,17 +446,6 @@ class Listing(tuple[Any, ...]):
         printer.text(bundle(self)["text/plain"])
 
 
-def _walk(core: Core, walk: _ListWalk, capability: str, timeout_ms: int | None) -> tuple[Any, ...]:
-    core.require(capability, walk.method)
-    timeout_ms, option = request_budget(core.limits, timeout_ms)
-    kind = walk.key if walk.key in core.inbound.changed else None
-    if kind is not None:
-        core.inbound.changed[kind].clear()
-    deadline = time.monotonic() + seconds(timeout_ms)
-    core.walk(walk, seconds(timeout_ms), f"{option}={timeout_ms}", deadline=deadline)
-    return Listing(walk.items)
-
-
 def _ask(core: Core, method: str, params: dict[str, Any], timeout_ms: int | None, what: str) -> Any:
     timeout_ms, option = request_budget(core.limits, timeout_ms)
     server = core.server
@@ -460,18 +454,10 @@ def _ask(core: Core, method: str, params: dict[str, Any], timeout_ms: int | None
     )
 
 
-def list_resources(core: Core, timeout_ms: int | None) -> tuple[Resource, ...]:
-    """``Session.list_resources``: every page of ``resources/list``, within one deadline."""
-    return _walk(core, _Resources(core.limits), "resources", timeout_ms)
-
-
-def list_resource_templates(core: Core, timeout_ms: int | None) -> tuple[ResourceTemplate, ...]:
-    """``Session.list_resource_templates``: every page of ``resources/templates/list``."""
-    return _walk(core, _Templates(core.limits), "resources", timeout_ms)
-
-
-def _with_meta(core: Core, params: dict[str, Any], meta: Mapping[str, Any] | None) -> dict[str, Any]:
-    if meta is not None:  # the caller's keys; the era's own win
+def with_meta(core: Core, params: dict[str, Any], meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``params`` with the caller's ``meta`` (checked) as its ``_meta``;
+    the era's own keys win when it adds them."""
+    if meta is not None:
         from .extensions import check_meta
 
         params["_meta"] = check_meta(meta, core.limits.max_outbound_frame_bytes)
@@ -484,14 +470,18 @@ def read_resource(
     """``Session.read_resource``: ``resources/read`` of one URI."""
     core.require("resources", "resources/read")
     uri = _string(uri, "uri")
-    params = _with_meta(core, {"uri": uri}, meta)
+    params = with_meta(core, {"uri": uri}, meta)
+    cache = core.inbound.response_cache() if meta is None else None
+    if cache is not None:  # answered from it while the server's ttlMs allows
+        kept = cache.lookup("resources/read", uri)
+        if kept is not None:
+            return kept  # type: ignore[no-any-return]
+        epoch = cache.epoch
     result = _ask(core, "resources/read", params, timeout_ms, f"resources/read of {uri[:200]!a}")
-    return parse_contents(result, uri)
-
-
-def list_prompts(core: Core, timeout_ms: int | None) -> tuple[Prompt, ...]:
-    """``Session.list_prompts``: every page of ``prompts/list``."""
-    return _walk(core, _Prompts(core.limits), "prompts", timeout_ms)
+    contents = parse_contents(result, uri)
+    if cache is not None:
+        cache.store("resources/read", uri, contents, (result,), epoch)
+    return contents
 
 
 def get_prompt(
@@ -507,17 +497,19 @@ def get_prompt(
         "name": _string(name, "prompt name"),
         "arguments": _string_map(arguments, "prompt arguments"),
     }
-    _with_meta(core, params, meta)
+    with_meta(core, params, meta)
     result = _ask(core, "prompts/get", params, timeout_ms, f"prompts/get of prompt {name!a}")
     return parse_prompt(result, name)
 
 
-def complete(
+def complete(  # noqa: PLR0913
     core: Core,
     ref: Prompt | ResourceTemplate | Mapping[str, str],
     argument: Mapping[str, str],
     context: Mapping[str, str] | None,
     timeout_ms: int | None,
+    *,
+    meta: Mapping[str, Any] | None = None,
 ) -> Completion:
     """``Session.complete``: ``completion/complete`` of one argument."""
     core.require("completions", "completion/complete")
@@ -527,4 +519,5 @@ def complete(
     params: dict[str, Any] = {"ref": completion_ref(ref), "argument": arg}
     if context is not None:
         params["context"] = {"arguments": _string_map(context, "context")}
+    with_meta(core, params, meta)
     return parse_completion(_ask(core, "completion/complete", params, timeout_ms, "completion/complete"))

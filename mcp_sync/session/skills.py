@@ -37,7 +37,7 @@ from ..protocol.catalog import PageWalk, freeze, thaw
 from ..protocol.errors import InvalidOption, InvalidResponse, McpError, NotSupported, missing_extra
 from ..protocol.limits import MAX_JSON_DEPTH, request_budget, seconds
 from .eras.contract import SKILLS_EXTENSION
-from .resources import MAX_LIST_ITEMS, read_resource
+from .resources import MAX_LIST_ITEMS, read_resource, with_meta
 
 if TYPE_CHECKING:
     from ..protocol.limits import Limits
@@ -450,25 +450,27 @@ def _require(core: Core, what: str) -> None:
         )
 
 
-def list_skills(core: Core, timeout_ms: int | None) -> tuple[Skill, ...]:
+def list_skills(core: Core, timeout_ms: int | None, meta: Mapping[str, Any] | None = None) -> tuple[Skill, ...]:
     """``Session.list_skills``: every page of ``skills/list``, within one deadline."""
     _require(core, "skills/list")
+    params = with_meta(core, {}, meta)
     timeout_ms, option = request_budget(core.limits, timeout_ms)
     walk = _SkillWalk(core.limits, core.server)
     deadline = time.monotonic() + seconds(timeout_ms)
-    core.walk(walk, seconds(timeout_ms), f"{option}={timeout_ms}", deadline=deadline)
+    core.walk(walk, seconds(timeout_ms), f"{option}={timeout_ms}", params, deadline=deadline)
     return tuple(walk.items)
 
 
-def get_skill(core: Core, uri: str, timeout_ms: int | None) -> Skill:
+def get_skill(core: Core, uri: str, timeout_ms: int | None, meta: Mapping[str, Any] | None = None) -> Skill:
     """``Session.get_skill``: the entry of one skill, by its ``SKILL.md`` URI."""
     _require(core, "skills/get")
     if not isinstance(uri, str) or not uri:
         raise InvalidOption("a skill uri must be a non-empty string")
+    params = with_meta(core, {"uri": uri}, meta)
     timeout_ms, option = request_budget(core.limits, timeout_ms)
     server = core.server
     result = core.ask(
-        "skills/get", {"uri": uri}, seconds(timeout_ms),
+        "skills/get", params, seconds(timeout_ms),
         lambda: f"skills/get of {_shown(uri)} on server {server!r} ({option}={timeout_ms})",
     )  # fmt: skip
     if not isinstance(result, dict):
@@ -480,15 +482,15 @@ def get_skill(core: Core, uri: str, timeout_ms: int | None) -> Skill:
 
 
 def load_skill(
-    core: Core, skill: Skill | str, timeout_ms: int | None, allow_dynamic: bool
+    core: Core, skill: Skill | str, timeout_ms: int | None, allow_dynamic: bool, meta: Mapping[str, Any] | None = None
 ) -> SkillFile:
     """``Session.load_skill``: read the skill's ``SKILL.md`` and verify it
     (size, digest, frontmatter). Given a URI, the entry comes from ``skills/get``."""
     if isinstance(skill, str):
-        skill = get_skill(core, skill, timeout_ms)
+        skill = get_skill(core, skill, timeout_ms, meta)
     elif not isinstance(skill, Skill):
         raise InvalidOption("load_skill takes a Skill or the URI of a SKILL.md")
-    loaded = _fetch(core, skill, skill.uri, timeout_ms, allow_dynamic)
+    loaded = _fetch(core, skill, skill.uri, timeout_ms, allow_dynamic, meta)
     try:
         found = parse_frontmatter(loaded.text if loaded.text is not None else "")
     except ValueError as exc:
@@ -508,16 +510,23 @@ def load_skill(
     return loaded
 
 
-def read_skill_file(
-    core: Core, skill: Skill, path: str, timeout_ms: int | None, allow_dynamic: bool
+def read_skill_file(  # noqa: PLR0913, PLR0917
+    core: Core,
+    skill: Skill,
+    path: str,
+    timeout_ms: int | None,
+    allow_dynamic: bool,
+    meta: Mapping[str, Any] | None = None,
 ) -> SkillFile:
     """``Session.read_skill_file``: one file of the skill, verified against the entry."""
     if not isinstance(skill, Skill):
         raise InvalidOption("read_skill_file takes a Skill (from list_skills or get_skill)")
-    return _fetch(core, skill, skill.resolve(path), timeout_ms, allow_dynamic)
+    return _fetch(core, skill, skill.resolve(path), timeout_ms, allow_dynamic, meta)
 
 
-def _fetch(core: Core, skill: Skill, uri: str, timeout_ms: int | None, allow_dynamic: bool) -> SkillFile:
+def _fetch(  # noqa: PLR0913, PLR0917
+    core: Core, skill: Skill, uri: str, timeout_ms: int | None, allow_dynamic: bool, meta: Mapping[str, Any] | None
+) -> SkillFile:
     """Read one file of ``skill`` and check it against the entry; every
     refusal that needs no content happens before anything is sent."""
     server = core.server
@@ -555,7 +564,7 @@ def _fetch(core: Core, skill: Skill, uri: str, timeout_ms: int | None, allow_dyn
                 f"more than max_frame_bytes={limit} lets through; nothing was read",
                 uri, server,
             )  # fmt: skip
-    result = read_resource(core, uri, timeout_ms)
+    result = read_resource(core, uri, timeout_ms, meta)
     item = next((c for c in result.contents if c.uri == uri), None)
     if item is None and len(result.contents) == 1:
         item = result.contents[0]

@@ -294,7 +294,7 @@ class ToolCall(cf.Future[CallToolResult]):
     def _parse(self, raw: Any) -> CallToolResult:
         core = self._calls.core
         outcome = parse_call_result(raw, self._tool.name, core.era.any_structured)
-        if core.validate_output:
+        if core.validate_output and self._tool.output_schema is not None:
             check_structured_output(self._catalog, self._tool, outcome, check_deadline(self._deadline))
         return outcome
 
@@ -457,12 +457,13 @@ def calls_of(core: _Core, holder: list[Calls | None]) -> Calls:
     return calls
 
 
-def submit_tool(
+def submit_tool(  # noqa: PLR0913, PLR0917
     calls: Calls,
     name: str,
     arguments: Mapping[str, Any] | None,
     timeout_ms: int | None,
     traceparent: str | None,
+    meta: Mapping[str, Any] | None = None,
 ) -> ToolCall:
     """Check and send one ``tools/call``; its handle. What ``call_tool`` would
     refuse before sending anything is raised here."""
@@ -490,8 +491,12 @@ def submit_tool(
         # (no other tool can be: task=False only refuses a required one).
         era.use_task(core, tool, False)
     params: dict[str, Any] = {"name": name, "arguments": args}
+    if meta is not None:  # the caller's keys; traceparent and the era's win
+        from .extensions import check_meta
+
+        params["_meta"] = check_meta(meta, limits.max_outbound_frame_bytes)
     if traceparent is not None:
-        params["_meta"] = {"traceparent": check_traceparent(traceparent)}
+        params["_meta"] = {**params.get("_meta", {}), "traceparent": check_traceparent(traceparent)}
     # (Plain JSON-RPC sends the params as they are, without era.frame's call.)
     framed, headers = (params, None) if era.plain_requests else era.frame("tools/call", params)
     deadline = time.monotonic() + timeout

@@ -354,7 +354,8 @@ def connect_in_process(  # noqa: PLR0913 (connect's own options)
     protocol_version: str | None = None,
     diagnostics: Diagnostics | None = None,
     auto_refresh: bool = False,
-    validate_output: bool = False,
+    validate_output: bool | None = None,
+    cache: bool = True,
     **limit_options: int,
 ) -> Session:
     """A :class:`~mcp_sync.Session` on an official-SDK server object
@@ -369,6 +370,10 @@ def connect_in_process(  # noqa: PLR0913 (connect's own options)
     from ..session.eras.negotiation import check_protocol
 
     _sdk()  # MissingExtra before anything starts
+    if validate_output is True:
+        from ..protocol.output_check import require_jsonschema
+
+        require_jsonschema()
     if handlers is not None and not isinstance(handlers, Handlers):
         raise InvalidOption("option handlers must be a mcp_sync.Handlers")
     base = limits if limits is not None else Limits()
@@ -384,8 +389,8 @@ def connect_in_process(  # noqa: PLR0913 (connect's own options)
 
     def open_core() -> _Core:
         core = _Core(
-            server, settled, diagnostics, handlers=handlers,
-            auto_refresh=auto_refresh, validate_output=validate_output,
+            server, settled, diagnostics, handlers=handlers, auto_refresh=auto_refresh,
+            validate_output=validate_output is not False, cache="all" if cache else "off",
         )  # fmt: skip
         try:
             core.transport = InProcessTransport(core, server_object, name=server, limits=settled)

@@ -82,6 +82,8 @@ MISBEHAVING_TOOLS: list[dict[str, Any]] = [
 ]
 
 SUPPORTED = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+# The results a server may mark as reusable (ttlMs, cacheScope): --ttl-ms.
+CACHEABLE = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"})
 
 
 class FakeServer:
@@ -102,6 +104,8 @@ class FakeServer:
         self.hub = ListenHub(self)
         # Over HTTP every call is answered on its request's own thread.
         self.inline = False
+        # Requests whose reply gets --ttl-ms and --cache-scope.
+        self.hinted: set[object] = set()
 
     # --------------------------------------------------------------- output
 
@@ -119,6 +123,9 @@ class FakeServer:
             self.out.flush()
 
     def reply(self, request_id: object, result: Any) -> None:
+        if self.hinted and request_id in self.hinted:
+            self.hinted.discard(request_id)
+            result = {**result, "ttlMs": self.opt.ttl_ms, "cacheScope": self.opt.cache_scope}
         result = self.eras.stamp(request_id, result)
         self.send({"jsonrpc": "2.0", "result": result, "id": request_id})
 
@@ -191,6 +198,7 @@ class FakeServer:
                 self.write_raw(text.replace("{id}", json.dumps(request_id)).encode() + b"\n")
                 return
         params = message.get("params") or {}
+        self._note_hint(request_id, method)
         if isinstance(params, dict) and self.eras.handle(request_id, method, params):
             return
         handler: Callable[[object, dict[str, Any]], None] | None = {
@@ -205,6 +213,11 @@ class FakeServer:
             self.error(request_id, -32601, "Method not found")
             return
         handler(request_id, message.get("params") or {})
+
+    def _note_hint(self, request_id: object, method: str) -> None:
+        """With --ttl-ms, mark the reply to a cacheable request for its hints."""
+        if self.opt.ttl_ms is not None and method in CACHEABLE:
+            self.hinted.add(request_id)
 
     def on_initialize(self, request_id: object, params: dict[str, Any]) -> None:
         if self.opt.initialize_result is not None:
@@ -518,6 +531,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cursor-mode", choices=("normal", "endless", "repeat", "empty"),
                    default="normal")
     p.add_argument("--raw-tools-list", help="answer tools/list with this JSON result")
+    p.add_argument("--ttl-ms", type=int, metavar="MS",
+                   help="mark list and read results fresh for MS ms (ttlMs), with --cache-scope")
+    p.add_argument("--cache-scope", choices=("public", "private"), default="public",
+                   help="the cacheScope that goes with --ttl-ms (default public)")
     p.add_argument("--protocol-version", help="answer initialize with this version")
     p.add_argument("--capabilities", help="answer initialize with these capabilities (JSON)")
     p.add_argument("--initialize-result", help="answer initialize with this JSON result")

@@ -79,7 +79,12 @@ class Tasks(Extension):
                 elif task["_answer"] is not None:
                     task["status"] = "completed"
                     text = f"{task['_topic']} from {task['_answer']}"
-                    task["result"] = {"content": [{"type": "text", "text": text}], "isError": False}
+                    # research is `-> str`, so it publishes an outputSchema ({"result": string}):
+                    # its result carries the structuredContent that schema promises.
+                    task["result"] = {
+                        "content": [{"type": "text", "text": text}], "structuredContent": {"result": text},
+                        "isError": False,
+                    }
             return {"resultType": "complete", **_view(task)}
 
         async def update(ctx: Any, params: UpdateParams) -> dict[str, Any]:
