@@ -98,15 +98,17 @@ __all__ = [
 class FlowResult:
     """What a flow returns: MCP ``content`` blocks, the tool's own error flag,
     and optional structured content. ``is_error=True`` is still a result:
-    the tool ran and reported a problem, which is data for the caller."""
+    the tool ran and reported a problem, which is data for the caller.
+    ``meta`` is an MCP result's ``_meta``, frozen."""
 
     content: tuple[Mapping[str, Any], ...]
     is_error: bool = False
     structured_content: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None
 
     @classmethod
     def from_call(cls, result: CallToolResult) -> FlowResult:
-        return cls(result.content, result.is_error, result.structured_content)
+        return cls(result.content, result.is_error, result.structured_content, result.meta)
 
     @property
     def text(self) -> str:
@@ -122,6 +124,8 @@ class FlowResult:
         out: dict[str, Any] = {"content": thaw(self.content), "isError": self.is_error}
         if self.structured_content is not None:
             out["structuredContent"] = thaw(self.structured_content)
+        if self.meta is not None:
+            out["_meta"] = thaw(self.meta)
         return out
 
 

@@ -100,6 +100,12 @@ class Session:
         """The capabilities the server declared (frozen, untrusted)."""
         return self._core.server_capabilities
 
+    @property
+    def message_hook_failures(self) -> int:
+        """How many times the ``on_message`` hook given to ``connect`` raised
+        (each one logged; the message went on to the session all the same)."""
+        return self._core.message_hook_failures
+
     # ------------------------------------------------------------ tools
 
     @property

@@ -11,7 +11,7 @@ from .. import _log
 from ..protocol.errors import InvalidOption, McpError, ProtocolError
 from ..protocol.limits import Limits
 from ..protocol.output_check import require_jsonschema
-from ..protocol.redaction import Diagnostics
+from ..protocol.redaction import Diagnostics, MessageHook
 from .api import Session
 from .core import _Core
 from .eras.negotiation import check_protocol, negotiate
@@ -63,6 +63,7 @@ def connect(
     diagnostics: Diagnostics | None = None,
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
+    on_message: MessageHook | None = None,
 ) -> Session:
     """Start (or reach) an MCP server and return a ready :class:`Session`.
 
@@ -131,6 +132,9 @@ def connect(
       when the server says it changed.
     - ``validate_output=True``: check each result's ``structuredContent``
       against the tool's ``outputSchema`` (needs the ``validation`` extra).
+    - ``on_message``: a callable shown every message the server sends, past
+      the inbound limits, as a frozen :class:`InboundMessage`, on the thread
+      that read it; what it raises is counted and logged, never the session's.
     """
     given = {
         "server": server, "command": command, "args": args, "url": url,
@@ -148,7 +152,7 @@ def connect(
     }  # fmt: skip
     switches = {
         "limits": limits, "auth": auth, "handlers": handlers, "diagnostics": diagnostics,
-        "auto_refresh": auto_refresh, "validate_output": validate_output,
+        "auto_refresh": auto_refresh, "validate_output": validate_output, "on_message": on_message,
     }  # fmt: skip
     started = time.monotonic()
     try:
@@ -198,6 +202,7 @@ def connect_http(
     diagnostics: Diagnostics | None = None,
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
+    on_message: MessageHook | None = None,
 ) -> Session:
     """:func:`connect` to a Streamable HTTP server at ``url``: its keywords
     for a URL, each as :func:`connect` describes it (``headers``: static
@@ -213,7 +218,7 @@ def connect_http(
         max_tools=max_tools, max_tool_name_bytes=max_tool_name_bytes,
         max_tool_document_bytes=max_tool_document_bytes, max_catalog_pages=max_catalog_pages,
         max_stderr_bytes=max_stderr_bytes, handlers=handlers, diagnostics=diagnostics,
-        auto_refresh=auto_refresh, validate_output=validate_output,
+        auto_refresh=auto_refresh, validate_output=validate_output, on_message=on_message,
     )  # fmt: skip
 
 
@@ -261,6 +266,7 @@ def _core(settings: Settings) -> _Core:
         handlers=settings.handlers,
         auto_refresh=settings.auto_refresh,
         validate_output=settings.validate_output,
+        on_message=settings.on_message,
     )
 
 

@@ -35,7 +35,7 @@ from ..protocol.errors import (
 )
 from ..protocol.frames import TooManyValues, decode_line, encode, load_fast_json
 from ..protocol.limits import Limits
-from ..protocol.redaction import DiagnosticEvent, Diagnostics, Redacted
+from ..protocol.redaction import DiagnosticEvent, Diagnostics, InboundMessage, MessageHook, Redacted
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
 from ..transports.contract import NOTIFICATION, REQUEST, Outbound, Transport
 from .call_plan import ask, not_in_catalog, session_call
@@ -123,6 +123,7 @@ class _Core:
         handlers: Handlers | None = None,
         auto_refresh: bool = False,
         validate_output: bool = False,
+        on_message: MessageHook | None = None,
     ) -> None:
         from .inbound import Inbound
 
@@ -130,6 +131,10 @@ class _Core:
         self.server = server
         self.limits = limits
         self.diagnostics = diagnostics
+        # Shown every inbound message past the limits (None: not one step
+        # more per message than this attribute's check); its failures counted.
+        self.on_message = on_message
+        self.message_hook_failures = 0
         self.transport: Transport | None = None
         # Set once the session is terminal: wakes anything waiting on a timer
         # (a task poll's interval, an auto refresh's pause).
@@ -488,6 +493,8 @@ class _Core:
             message = decode_line(line)
             if message is None:
                 return
+            if self.on_message is not None:
+                self._show(message)
             request_id = message.get("id")
             if (
                 type(request_id) is int
@@ -515,6 +522,25 @@ class _Core:
             # Kept without its frames: they hold this core, and the cycle
             # would outlive a dropped session until a GC pass.
             self.terminate(exc.with_traceback(None))
+
+    def _show(self, message: dict[str, Any]) -> None:
+        """Hand the ``on_message`` hook a frozen copy of ``message`` on this
+        thread. Whatever it raises is counted and logged, never the session's
+        concern; it may call ``close()`` (see there)."""
+        hook = self.on_message
+        if hook is None:
+            return
+        seen = InboundMessage(self.server, freeze(message))
+        self._callback.active = True
+        try:
+            hook(seen)
+        except Exception as exc:  # the hook's own bug: the session goes on
+            with self._lock:
+                self.message_hook_failures += 1
+                count = self.message_hook_failures
+            _log.hook_failed(self.server, exc, count)
+        finally:
+            self._callback.active = False
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         """Every frame but a plain result reply (see :meth:`receive`): its

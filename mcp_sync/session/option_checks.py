@@ -89,6 +89,7 @@ class Settings:
     diagnostics: Any
     auto_refresh: bool
     validate_output: bool
+    on_message: Any = None
 
 
 def url_problem(text: str) -> str | None:
@@ -124,6 +125,7 @@ def session_settings(
         diagnostics=_callable("diagnostics", switches["diagnostics"]),
         auto_refresh=_flag("auto_refresh", switches["auto_refresh"]),
         validate_output=_flag("validate_output", switches["validate_output"]),
+        on_message=_callable("on_message", switches.get("on_message")),
     )
 
 

@@ -463,7 +463,8 @@ def resolve(options: object, given: Mapping[str, Any], switches: Mapping[str, An
     ``options`` is a model (or ``None``); ``given`` the keywords that shape
     the transport (``None``: not given), which override its fields;
     ``switches`` the session's own keywords (``limits``, ``auth``,
-    ``handlers``, ``diagnostics``, ``auto_refresh``, ``validate_output``).
+    ``handlers``, ``diagnostics``, ``auto_refresh``, ``validate_output``,
+    ``on_message``).
     """
     merged = _merged(options, given)
     auth = switches["auth"] if switches["auth"] is not None else merged.pop("auth", None)

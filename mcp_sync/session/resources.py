@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.catalog import PageWalk, freeze, thaw
+from ..protocol.catalog import Icon, PageWalk, entry_extras, freeze, result_meta, thaw
 from ..protocol.errors import InvalidResponse, ProtocolError
 from ..protocol.limits import request_budget, seconds
 
@@ -73,12 +73,14 @@ class Resource:
     mime_type: str | None = None
     size: int | None = None
     annotations: Mapping[str, Any] | None = None
+    icons: tuple[Icon, ...] = ()
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uri": self.uri, "name": self.name}
         _put(out, title=self.title, description=self.description, mimeType=self.mime_type,
              size=self.size, annotations=self.annotations)  # fmt: skip
-        return out
+        return _extras(out, self.icons, self.meta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,12 +93,14 @@ class ResourceTemplate:
     description: str | None = None
     mime_type: str | None = None
     annotations: Mapping[str, Any] | None = None
+    icons: tuple[Icon, ...] = ()
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
         _put(out, title=self.title, description=self.description, mimeType=self.mime_type,
              annotations=self.annotations)  # fmt: skip
-        return out
+        return _extras(out, self.icons, self.meta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,23 +112,25 @@ class ResourceContents:
     mime_type: str | None = None
     text: str | None = None
     blob: bytes | None = None
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uri": self.uri}
         _put(out, mimeType=self.mime_type, text=self.text)
         if self.blob is not None:
             out["blob"] = base64.b64encode(self.blob).decode("ascii")
-        return out
+        return _extras(out, (), self.meta)
 
 
 @dataclass(frozen=True, slots=True)
 class ReadResourceResult:
-    """The result of ``resources/read``."""
+    """The result of ``resources/read``; ``meta`` is its ``_meta``, frozen."""
 
     contents: tuple[ResourceContents, ...]
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"contents": [item.to_dict() for item in self.contents]}
+        return _extras({"contents": [item.to_dict() for item in self.contents]}, (), self.meta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,12 +154,14 @@ class Prompt:
     title: str | None = None
     description: str | None = None
     arguments: tuple[PromptArgument, ...] = ()
+    icons: tuple[Icon, ...] = ()
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
         _put(out, title=self.title, description=self.description)
         out["arguments"] = [argument.to_dict() for argument in self.arguments]
-        return out
+        return _extras(out, self.icons, self.meta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,24 +175,27 @@ class PromptMessage:
 
 @dataclass(frozen=True, slots=True)
 class GetPromptResult:
-    """The result of ``prompts/get``."""
+    """The result of ``prompts/get``; ``meta`` is its ``_meta``, frozen."""
 
     messages: tuple[PromptMessage, ...]
     description: str | None = None
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"messages": [message.to_dict() for message in self.messages]}
         _put(out, description=self.description)
-        return out
+        return _extras(out, (), self.meta)
 
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """The result of ``completion/complete``."""
+    """The result of ``completion/complete``; ``meta`` is the result's
+    ``_meta``, frozen (``to_dict()`` gives the ``completion`` object alone)."""
 
     values: tuple[str, ...]
     total: int | None = None
     has_more: bool = False
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"values": list(self.values), "hasMore": self.has_more}
@@ -198,12 +209,21 @@ def _put(out: dict[str, Any], **fields: Any) -> None:
             out[key] = thaw(value)
 
 
+def _extras(out: dict[str, Any], icons: tuple[Icon, ...], meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``out`` with ``icons`` and ``_meta`` as MCP JSON, where there are any."""
+    if icons:
+        out["icons"] = [icon.to_dict() for icon in icons]
+    if meta is not None:
+        out["_meta"] = thaw(meta)
+    return out
+
+
 # --------------------------------------------------------------------- listing
 
 
 class _ListWalk(PageWalk):
-    def __init__(self, limits: Limits) -> None:
-        super().__init__(limits)
+    def __init__(self, limits: Limits, server: str = "") -> None:
+        super().__init__(limits, server)
         self.items: list[Any] = []
 
     def entries(self, entries: list[Any]) -> None:
@@ -226,6 +246,11 @@ class _ListWalk(PageWalk):
             raise InvalidResponse(f"a {self.method} entry has no name string")
         return ident, name
 
+    def extras(self, entry: dict[str, Any], what: str) -> tuple[tuple[Icon, ...], Mapping[str, Any] | None]:
+        """The entry's icons and ``_meta``, bounded like a tool's (``entry_extras``)."""
+        limit = self._limits.max_tool_document_bytes
+        return entry_extras(entry, limit, self.server, lambda: f"{self.method} entry {what[:200]!a}")
+
 
 class _Resources(_ListWalk):
     method, key = "resources/list", "resources"
@@ -233,11 +258,12 @@ class _Resources(_ListWalk):
     def entry(self, entry: dict[str, Any]) -> Resource:
         uri, name = self._named(entry, "uri")
         size = entry.get("size")
+        icons, meta = self.extras(entry, uri)
         return Resource(
             uri=uri, name=name, title=_text(entry.get("title")),
             description=_text(entry.get("description")), mime_type=_text(entry.get("mimeType")),
             size=size if type(size) is int and size >= 0 else None,
-            annotations=_mapping(entry.get("annotations")),
+            annotations=_mapping(entry.get("annotations")), icons=icons, meta=meta,
         )  # fmt: skip
 
 
@@ -246,10 +272,11 @@ class _Templates(_ListWalk):
 
     def entry(self, entry: dict[str, Any]) -> ResourceTemplate:
         template, name = self._named(entry, "uriTemplate")
+        icons, meta = self.extras(entry, template)
         return ResourceTemplate(
             uri_template=template, name=name, title=_text(entry.get("title")),
             description=_text(entry.get("description")), mime_type=_text(entry.get("mimeType")),
-            annotations=_mapping(entry.get("annotations")),
+            annotations=_mapping(entry.get("annotations")), icons=icons, meta=meta,
         )  # fmt: skip
 
 
@@ -277,9 +304,11 @@ class _Prompts(_ListWalk):
                     title=_text(argument.get("title")),
                 )
             )
+        icons, meta = self.extras(entry, name)
         return Prompt(
             name=name, title=_text(entry.get("title")),
             description=_text(entry.get("description")), arguments=tuple(parsed),
+            icons=icons, meta=meta,
         )  # fmt: skip
 
 
@@ -305,9 +334,11 @@ def parse_contents(result: object, uri: str) -> ReadResourceResult:
         elif not isinstance(text, str):
             raise InvalidResponse(f"{where} has a text that is not a string")
         items.append(
-            ResourceContents(uri=item["uri"], mime_type=_text(item.get("mimeType")), text=text, blob=data)
+            ResourceContents(
+                uri=item["uri"], mime_type=_text(item.get("mimeType")), text=text, blob=data, meta=result_meta(item)
+            )
         )
-    return ReadResourceResult(tuple(items))
+    return ReadResourceResult(tuple(items), result_meta(result))
 
 
 def parse_prompt(result: object, name: str) -> GetPromptResult:
@@ -324,7 +355,9 @@ def parse_prompt(result: object, name: str) -> GetPromptResult:
         ):
             raise InvalidResponse(f"{where} has a message without a role and typed content")
         messages.append(PromptMessage(role=message["role"], content=freeze(message["content"])))
-    return GetPromptResult(messages=tuple(messages), description=_text(result.get("description")))
+    return GetPromptResult(
+        messages=tuple(messages), description=_text(result.get("description")), meta=result_meta(result)
+    )
 
 
 def parse_completion(result: object) -> Completion:
@@ -341,6 +374,7 @@ def parse_completion(result: object) -> Completion:
         values=tuple(values),
         total=total if type(total) is int and total >= 0 else None,
         has_more=completion.get("hasMore") is True,
+        meta=result_meta(result) if isinstance(result, dict) else None,
     )
 
 
@@ -406,12 +440,12 @@ def _ask(core: Core, method: str, params: dict[str, Any], timeout_ms: int | None
 
 def list_resources(core: Core, timeout_ms: int | None) -> tuple[Resource, ...]:
     """``Session.list_resources``: every page of ``resources/list``, within one deadline."""
-    return _walk(core, _Resources(core.limits), "resources", timeout_ms)
+    return _walk(core, _Resources(core.limits, core.server), "resources", timeout_ms)
 
 
 def list_resource_templates(core: Core, timeout_ms: int | None) -> tuple[ResourceTemplate, ...]:
     """``Session.list_resource_templates``: every page of ``resources/templates/list``."""
-    return _walk(core, _Templates(core.limits), "resources", timeout_ms)
+    return _walk(core, _Templates(core.limits, core.server), "resources", timeout_ms)
 
 
 def _with_meta(core: Core, params: dict[str, Any], meta: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -435,7 +469,7 @@ def read_resource(
 
 def list_prompts(core: Core, timeout_ms: int | None) -> tuple[Prompt, ...]:
     """``Session.list_prompts``: every page of ``prompts/list``."""
-    return _walk(core, _Prompts(core.limits), "prompts", timeout_ms)
+    return _walk(core, _Prompts(core.limits, core.server), "prompts", timeout_ms)
 
 
 def get_prompt(
