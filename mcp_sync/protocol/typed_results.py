@@ -95,9 +95,10 @@ def adapter_for(result_type: Any) -> Any:
     except PydanticUserError as exc:
         if exc.code == "typed-dict-version":
             raise InvalidOption(
-                f"result_type {name} holds a typing.TypedDict where it cannot be rebuilt (inside a dataclass "
-                "or model, or one that contains itself), and pydantic takes typing.TypedDict only from "
-                "Python 3.12: declare it with typing_extensions.TypedDict; nothing was sent"
+                f"result_type {name} holds a typing.TypedDict that cannot be rebuilt (one inside a dataclass "
+                "or model, that contains itself, or whose annotations do not resolve), and pydantic takes "
+                "typing.TypedDict only from Python 3.12: declare it with typing_extensions.TypedDict; "
+                "nothing was sent"
             ) from exc
         raise _unusable(name, exc) from exc
     except TypeError as exc:
@@ -176,14 +177,19 @@ def _rebuilt_typeddict(value: Any, seen: dict[int, Any]) -> Any:
         hints = typing.get_type_hints(value, include_extras=True)
     except Exception:  # a forward reference that does not resolve
         raise _Unportable from None
-    required = value.__required_keys__
+    # A key's own Required[...] or NotRequired[...] (typing's or typing_extensions')
+    # decides; past that, the class's totality. (Under postponed annotations
+    # Python 3.11 leaves those markers out of __required_keys__.)
+    marks = {typing.Required: True, typing.NotRequired: False,
+             typing_extensions.Required: True, typing_extensions.NotRequired: False}  # fmt: skip
     fields: dict[str, Any] = {}
     for name, hint in hints.items():
-        bare = hint
-        while typing.get_origin(bare) in (typing.Required, typing.NotRequired):
+        bare, required = hint, name in value.__required_keys__
+        while typing.get_origin(bare) in marks:
+            required = marks[typing.get_origin(bare)]
             bare = typing.get_args(bare)[0]
         inner = _rebuilt(bare, seen)
-        fields[name] = typing_extensions.Required[inner] if name in required else typing_extensions.NotRequired[inner]
+        fields[name] = typing_extensions.Required[inner] if required else typing_extensions.NotRequired[inner]
     make: Any = typing_extensions.TypedDict  # (called with a name known only at run time)
     rebuilt: Any = make(value.__name__, fields)
     rebuilt.__doc__, rebuilt.__module__, rebuilt.__qualname__ = value.__doc__, value.__module__, value.__qualname__
