@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from .auth._base import Auth, TokenProvider
     from .protocol.limits import Limits
-    from .protocol.redaction import Diagnostics
+    from .protocol.redaction import Diagnostics, MessageHook
     from .protocol.secret import Secret
     from .session.handlers import Handlers
     from .session.options import ConnectOptions, HttpConnectOptions, SseConnectOptions
@@ -644,6 +644,7 @@ def connect_and_project(
     diagnostics: Diagnostics | None = None,
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
+    on_message: MessageHook | None = None,
 ) -> ConnectedFlows:
     """Connect a server and project its tools, checking the projection first.
 
@@ -681,7 +682,7 @@ def connect_and_project(
         max_tools=max_tools, max_tool_name_bytes=max_tool_name_bytes,
         max_tool_document_bytes=max_tool_document_bytes, max_catalog_pages=max_catalog_pages,
         max_stderr_bytes=max_stderr_bytes, handlers=handlers, diagnostics=diagnostics,
-        auto_refresh=auto_refresh, validate_output=validate_output,
+        auto_refresh=auto_refresh, validate_output=validate_output, on_message=on_message,
     )  # fmt: skip
     try:
         source = project(session, name_prefix=prefix, include=kept, exclude=left_out)

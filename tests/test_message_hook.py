@@ -14,7 +14,8 @@ from conftest import connect_sdk_peer
 from support import connect_fake
 
 import mcp_sync
-from mcp_sync.session.core import _Core
+import mcp_sync.session.message_tap
+from mcp_sync.session.message_tap import MessageTap
 
 TRANSPORTS = ["stdio", "http"]
 ERAS = ["legacy", "modern"]
@@ -107,10 +108,11 @@ def test_frames_refused_by_the_limits_never_reach_the_hook() -> None:
 
 
 def test_without_a_hook_a_message_costs_one_attribute_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    def never(self: _Core, message: dict[str, Any]) -> None:
+    def never(self: MessageTap, message: dict[str, Any]) -> None:
         raise AssertionError("shown without a hook")
 
-    monkeypatch.setattr(_Core, "_show", never)
+    monkeypatch.setattr(MessageTap, "__call__", never)
+    monkeypatch.setattr(mcp_sync.session.message_tap, "freeze", never)
     with connect_fake("--misbehave") as session:
         session.call_tool("notify")
         assert session.call_tool("echo", {"message": "x"}).content[0]["text"] == "x"
@@ -166,3 +168,36 @@ def test_the_hook_over_server_everything_s_http(everything_http_server: str) -> 
         session.call_tool("echo", {"message": "hi"})
         assert session.message_hook_failures == 0
     assert seen[-1].method is None and seen[-1].message["result"]["content"][0]["text"] == "Echo: hi"
+
+
+def test_servers_connect_and_project_and_in_process_take_the_hook() -> None:
+    from mcp_sync.config import ConnectOptions
+    from mcp_sync.flows import connect_and_project
+    from mcp_sync.testing import connect_in_process, server_command
+
+    seen: list[mcp_sync.InboundMessage] = []
+    command, *args = server_command()
+    entry = ConnectOptions(server="pooled", command=command, args=args)
+    with mcp_sync.Servers(entry, on_message=seen.append) as servers:
+        servers.call_tool("pooled", "echo", {"message": "a"})
+    with connect_and_project(server="flows", command=command, args=args, on_message=seen.append) as flows:
+        flows["mcp/flows/echo"].invoke({"message": "b"})
+    pytest.importorskip("mcp")
+    from mcp.server.mcpserver import MCPServer
+
+    sdk: Any = MCPServer(name="in-process")
+
+    @sdk.tool()
+    def echo(message: str) -> str:
+        return message
+
+    with connect_in_process(sdk, server="inproc", on_message=seen.append) as session:
+        session.call_tool("echo", {"message": "c"})
+    texts = {
+        m.server: m.message["result"]["content"][0]["text"]
+        for m in seen
+        if m.method is None and "content" in m.message.get("result", {})
+    }
+    assert texts == {"pooled": "a", "flows": "b", "inproc": "c"}
+    with pytest.raises(mcp_sync.InvalidOption, match="option on_message must be callable"):
+        mcp_sync.Servers(entry, on_message=3)  # type: ignore[arg-type]

@@ -104,7 +104,8 @@ class Session:
     def message_hook_failures(self) -> int:
         """How many times the ``on_message`` hook given to ``connect`` raised
         (each one logged; the message went on to the session all the same)."""
-        return self._core.message_hook_failures
+        tap = self._core.message_tap
+        return 0 if tap is None else tap.failures
 
     # ------------------------------------------------------------ tools
 

@@ -35,7 +35,7 @@ from ..protocol.errors import (
 )
 from ..protocol.frames import TooManyValues, decode_line, encode, load_fast_json
 from ..protocol.limits import Limits
-from ..protocol.redaction import DiagnosticEvent, Diagnostics, InboundMessage, MessageHook, Redacted
+from ..protocol.redaction import DiagnosticEvent, Diagnostics, MessageHook, Redacted
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
 from ..transports.contract import NOTIFICATION, REQUEST, Outbound, Transport
 from .call_plan import ask, not_in_catalog, session_call
@@ -43,6 +43,7 @@ from .eras.handshake import LegacyEra
 from .eras.handshake import initialize_params as _initialize_params
 from .listing import catalog_tools
 from .listing import walk as walk_pages
+from .message_tap import MessageTap, run_observer
 from .pending import Entry, Watch, _Pending, _Watched
 from .progress import ProgressCallback
 from .replies import remote_failure, reply_parts, server_message, stray_error
@@ -131,10 +132,6 @@ class _Core:
         self.server = server
         self.limits = limits
         self.diagnostics = diagnostics
-        # Shown every inbound message past the limits (None: not one step
-        # more per message than this attribute's check); its failures counted.
-        self.on_message = on_message
-        self.message_hook_failures = 0
         self.transport: Transport | None = None
         # Set once the session is terminal: wakes anything waiting on a timer
         # (a task poll's interval, an auto refresh's pause).
@@ -167,8 +164,10 @@ class _Core:
         # Set by era negotiation while its probe is out: takes an error reply
         # with a null id (True: taken, no diagnostic event).
         self.unattributed: Callable[[dict[str, Any]], bool] | None = None
-        # Set while user code (the diagnostic observer) runs on this thread.
+        # Set while user code (the diagnostic observer, the message hook) runs on this thread.
         self._callback = threading.local()
+        # Shown each inbound message past the limits (None: one attribute check per message).
+        self.message_tap = None if on_message is None else MessageTap(server, on_message, self._callback)
         # Run (with terminate's ``wait``) once the session has ended and every
         # waiter has failed: what else owns threads (submitted calls: ._submit).
         self.on_end: list[Callable[[bool], None]] = []
@@ -254,16 +253,9 @@ class _Core:
 
     def emit(self, kind: Any, detail: Any) -> None:
         observer = self.diagnostics
-        if observer is None:
-            return
-        # An observer's own bug must not take the session down with it, and
-        # it may call close(): see close().
-        self._callback.active = True
-        try:
-            with contextlib.suppress(Exception):
-                observer(DiagnosticEvent(kind=kind, server=self.server, detail=Redacted(detail)))
-        finally:
-            self._callback.active = False
+        if observer is not None:  # what it raises is swallowed (run_observer)
+            event = DiagnosticEvent(kind=kind, server=self.server, detail=Redacted(detail))
+            run_observer(self._callback, observer, event)
 
     def transport_closed(self, stderr_tail: str) -> None:
         """Called once by the transport when its teardown is complete."""
@@ -493,8 +485,8 @@ class _Core:
             message = decode_line(line)
             if message is None:
                 return
-            if self.on_message is not None:
-                self._show(message)
+            if self.message_tap is not None:
+                self.message_tap(message)
             request_id = message.get("id")
             if (
                 type(request_id) is int
@@ -522,25 +514,6 @@ class _Core:
             # Kept without its frames: they hold this core, and the cycle
             # would outlive a dropped session until a GC pass.
             self.terminate(exc.with_traceback(None))
-
-    def _show(self, message: dict[str, Any]) -> None:
-        """Hand the ``on_message`` hook a frozen copy of ``message`` on this
-        thread. Whatever it raises is counted and logged, never the session's
-        concern; it may call ``close()`` (see there)."""
-        hook = self.on_message
-        if hook is None:
-            return
-        seen = InboundMessage(self.server, freeze(message))
-        self._callback.active = True
-        try:
-            hook(seen)
-        except Exception as exc:  # the hook's own bug: the session goes on
-            with self._lock:
-                self.message_hook_failures += 1
-                count = self.message_hook_failures
-            _log.hook_failed(self.server, exc, count)
-        finally:
-            self._callback.active = False
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         """Every frame but a plain result reply (see :meth:`receive`): its
