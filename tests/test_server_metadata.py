@@ -300,6 +300,20 @@ def test_result_meta_that_is_not_an_object_is_none() -> None:
     assert read.meta is None and read.contents[0].meta is None
 
 
+def test_prompt_and_completion_results_keep_their_meta() -> None:
+    got = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "_meta": {"k": [1, 2]}}
+    done = {"completion": {"values": ["a"]}, "_meta": {"acme.dev/source": "index"}}
+    with connect_fake(
+        "--features", "--raw", "prompts/get", json.dumps(got), "--raw", "completion/complete", json.dumps(done)
+    ) as session:
+        prompt = session.get_prompt("greet", {"name": "x"})
+        completion = session.complete({"type": "ref/prompt", "name": "greet"}, {"name": "name", "value": ""})
+    assert prompt.meta == {"k": (1, 2)} and prompt.to_dict()["_meta"] == {"k": [1, 2]}
+    _frozen(prompt.meta)
+    assert completion.meta == {"acme.dev/source": "index"} and completion.values == ("a",)
+    assert completion.to_dict() == {"values": ["a"], "hasMore": False}
+
+
 def test_server_info_icons_are_kept_and_bounded() -> None:
     result = {
         "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
