@@ -10,7 +10,7 @@ import typing
 
 from ._servers import DEFAULT_HEALTH_CHECK_TIMEOUT_MS, RespawnPolicy, Servers
 from ._version import __version__
-from .protocol.catalog import CallToolResult, ServerInfo, Tool, thaw
+from .protocol.catalog import CallToolResult, Icon, ServerInfo, Tool, thaw
 from .protocol.errors import (
     AuthError,
     ConfigError,
@@ -50,7 +50,7 @@ from .protocol.limits import (
     MAX_SAFE_INTEGER,
     Limits,
 )
-from .protocol.redaction import DiagnosticEvent, Diagnostics, Redacted
+from .protocol.redaction import DiagnosticEvent, Diagnostics, InboundMessage, MessageHook, Redacted
 from .protocol.versions import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,
@@ -146,6 +146,8 @@ __all__ = [
     "HANDSHAKE_PROTOCOL_VERSIONS",
     "HandlerError",
     "Handlers",
+    "Icon",
+    "InboundMessage",
     "InputRequired",
     "InvalidInput",
     "InvalidOption",
@@ -157,6 +159,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "MODERN_PROTOCOL_VERSIONS",
     "McpError",
+    "MessageHook",
     "MissingExtra",
     "NotSupported",
     "OutputMismatch",

@@ -57,6 +57,7 @@ __all__ = [
     "connect_failed",
     "connected",
     "ended",
+    "hook_failed",
     "logged_call",
     "servers_event",
     "torn_down",
@@ -192,6 +193,18 @@ def cancelled(server: str, request_id: int, queued: bool) -> None:
         "cancelled request %d on server %r (%s)", request_id, server,
         "notification queued" if queued else "queue full: notification dropped",
         request_id=request_id, queued=queued,
+    )  # fmt: skip
+
+
+def hook_failed(server: str, error: BaseException, count: int) -> None:
+    """The ``on_message`` hook raised (``count`` times so far in this
+    session): a warning the first time, then DEBUG records. Only the
+    exception's type: its text may quote what the server sent."""
+    _emit(
+        SESSION, logging.WARNING if count == 1 else logging.DEBUG, "message_hook_failed", server,
+        "the on_message hook of server %r raised %s (%d so far; the message went on to the session)",
+        server, type(error).__name__, count,
+        error_kind=type(error).__name__, failures=count,
     )  # fmt: skip
 
 

@@ -53,7 +53,7 @@ from .protocol.errors import (
     Timeout,
 )
 from .protocol.limits import DEFAULT_REQUEST_TIMEOUT_MS, check_limit, seconds
-from .protocol.redaction import Diagnostics
+from .protocol.redaction import Diagnostics, MessageHook
 from .session.api import Session
 from .session.connect import connect
 from .session.core import CLOSED_BY_CALLER, FORKED
@@ -253,12 +253,12 @@ class Servers:
     A session that ended is replaced on the next use, under ``respawn``
     (:class:`RespawnPolicy`). ``health_check_interval_ms`` turns on a library
     thread that pings every idle server that often and replaces one that does
-    not answer within ``health_check_timeout_ms``. ``diagnostics`` is passed
-    to every :func:`connect`. :meth:`close` (also run at interpreter exit)
+    not answer within ``health_check_timeout_ms``. ``diagnostics`` and
+    ``on_message`` are passed to every :func:`connect`. :meth:`close` (also run at interpreter exit)
     closes every server.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (connect's switches, and the health check's)
         self,
         config: Any,
         /,
@@ -267,6 +267,7 @@ class Servers:
         respawn: RespawnPolicy | None = None,
         health_check_interval_ms: int | None = None,
         health_check_timeout_ms: int | None = None,
+        on_message: MessageHook | None = None,
     ) -> None:
         entries = _entries(config)
         if respawn is None:
@@ -275,6 +276,8 @@ class Servers:
             raise InvalidOption("option respawn must be a RespawnPolicy")
         if diagnostics is not None and not callable(diagnostics):
             raise InvalidOption("option diagnostics must be callable")
+        if on_message is not None and not callable(on_message):
+            raise InvalidOption("option on_message must be callable")
         self._interval: float | None = None
         if health_check_interval_ms is not None:
             ms = check_limit("health_check_interval_ms", health_check_interval_ms)
@@ -285,6 +288,7 @@ class Servers:
             else check_limit("health_check_timeout_ms", health_check_timeout_ms)
         )
         self._diagnostics = diagnostics
+        self._on_message = on_message
         self._policy = respawn
         self._slots: dict[str, _Slot] = {entry.server: _Slot(entry) for entry in entries}
         self._lock = threading.Lock()
@@ -584,7 +588,7 @@ class Servers:
         error: McpError | None = None
         try:
             with remembering(slot.era), abortable(connecting.abort):
-                session = connect(slot.entry, diagnostics=self._diagnostics)
+                session = connect(slot.entry, diagnostics=self._diagnostics, on_message=self._on_message)
         except McpError as exc:
             error = exc.with_traceback(None)
         except BaseException as exc:  # a bug: every waiter gets it

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from .auth._base import Auth, TokenProvider
     from .protocol.limits import Limits
-    from .protocol.redaction import Diagnostics
+    from .protocol.redaction import Diagnostics, MessageHook
     from .protocol.secret import Secret
     from .session.handlers import Handlers
     from .session.options import ConnectOptions, HttpConnectOptions, SseConnectOptions
@@ -98,15 +98,17 @@ __all__ = [
 class FlowResult:
     """What a flow returns: MCP ``content`` blocks, the tool's own error flag,
     and optional structured content. ``is_error=True`` is still a result:
-    the tool ran and reported a problem, which is data for the caller."""
+    the tool ran and reported a problem, which is data for the caller.
+    ``meta`` is an MCP result's ``_meta``, frozen."""
 
     content: tuple[Mapping[str, Any], ...]
     is_error: bool = False
     structured_content: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None
 
     @classmethod
     def from_call(cls, result: CallToolResult) -> FlowResult:
-        return cls(result.content, result.is_error, result.structured_content)
+        return cls(result.content, result.is_error, result.structured_content, result.meta)
 
     @property
     def text(self) -> str:
@@ -122,6 +124,8 @@ class FlowResult:
         out: dict[str, Any] = {"content": thaw(self.content), "isError": self.is_error}
         if self.structured_content is not None:
             out["structuredContent"] = thaw(self.structured_content)
+        if self.meta is not None:
+            out["_meta"] = thaw(self.meta)
         return out
 
 
@@ -642,6 +646,7 @@ def connect_and_project(
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
     cache: bool | None = None,
+    on_message: MessageHook | None = None,
 ) -> ConnectedFlows:
     """Connect a server and project its tools, checking the projection first.
 
@@ -679,7 +684,7 @@ def connect_and_project(
         max_tools=max_tools, max_tool_name_bytes=max_tool_name_bytes,
         max_tool_document_bytes=max_tool_document_bytes, max_catalog_pages=max_catalog_pages,
         max_stderr_bytes=max_stderr_bytes, handlers=handlers, diagnostics=diagnostics,
-        auto_refresh=auto_refresh, validate_output=validate_output, cache=cache,
+        auto_refresh=auto_refresh, validate_output=validate_output, cache=cache, on_message=on_message,
     )  # fmt: skip
     try:
         source = project(session, name_prefix=prefix, include=kept, exclude=left_out)

@@ -489,7 +489,7 @@ def test_an_interrupt_at_each_signal_check_of_a_call_leaves_the_session_whole(ho
                 pass  # an interrupt may cost the reply in flight, never the session
             at = f"after an interrupt at check {target}, in {landed}"
             assert not transport._stdin.lock._is_owned(), f"stdin held {at}"
-            assert not transport._rlock._is_owned(), f"the read token held {at}"
+            assert not transport._token.lock._is_owned(), f"the read token held {at}"
             try:
                 text = session.call_tool("echo", {"message": f"after{target}"}, timeout_ms=5_000).content[0]["text"]
             except mcp_sync.Timeout:

@@ -20,6 +20,7 @@ from conftest import assert_no_process_left
 from support import connect_fake, fake_pid, logged, methods, timed
 
 import mcp_sync
+from mcp_sync.protocol.catalog import freeze
 from mcp_sync.session.eras import negotiation as _eras
 
 META_KEYS = {
@@ -132,7 +133,9 @@ def test_auto_negotiates_the_modern_era(tmp_path: Path, era: str) -> None:
     log = tmp_path / "log"
     with connect_fake("--era", era, "--log", str(log)) as session:
         assert (session.era, session.protocol_version) == ("modern", "2026-07-28")
-        assert session.server_info == mcp_sync.ServerInfo("mcp-sync-fake", "1.0")
+        info = session.server_info
+        assert (info.name, info.version, info.title, info.icons) == ("mcp-sync-fake", "1.0", None, ())
+        assert info.meta is not None and info.meta["io.modelcontextprotocol/serverInfo"]["name"] == "mcp-sync-fake"
         assert session.call_tool("add", {"a": 1, "b": 2}).structured_content == {"sum": 3}
     frames = logged(log)
     assert methods(log) == ["server/discover", "tools/list", "tools/call"]
@@ -204,7 +207,8 @@ def test_server_info_comes_from_the_discover_meta() -> None:
                '["2026-07-28"],"capabilities":{"tools":{}},'
                '"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"n","version":"v"}}}}')
     with connect_fake("--era", "modern", "--answer", listing) as session:
-        assert session.server_info == mcp_sync.ServerInfo("n", "v")
+        stamp = {"io.modelcontextprotocol/serverInfo": {"name": "n", "version": "v"}}
+        assert session.server_info == mcp_sync.ServerInfo("n", "v", meta=freeze(stamp))
 
 
 # ------------------------------------------------------------------ auto never connects fewer

@@ -499,6 +499,7 @@ NOT_WAITING: dict[str, str] = {
             "mcp_sync.ElicitationResult.accept", "mcp_sync.ElicitationResult.cancel",
             "mcp_sync.ElicitationResult.decline", "mcp_sync.ElicitationResult.to_dict",
             "mcp_sync.GetPromptResult.to_dict", "mcp_sync.Handlers.capabilities",
+            "mcp_sync.Icon.to_dict", "mcp_sync.MessageHook",
             "mcp_sync.Limits.as_options", "mcp_sync.Limits.create", "mcp_sync.Prompt.to_dict",
             "mcp_sync.PromptArgument.to_dict", "mcp_sync.PromptMessage.to_dict",
             "mcp_sync.ReadResourceResult.to_dict", "mcp_sync.Redacted.reveal",

@@ -7,10 +7,11 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+import typing
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NotRequired
 
 import pytest
 from pydantic import BaseModel
@@ -35,6 +36,38 @@ class Forecast(BaseModel):
     city: str
     days: list[Day]
     note: str | None = None
+
+
+# typing.TypedDict (not typing_extensions'): pydantic refuses it before Python 3.12,
+# so the session rebuilds it. At module level: their annotations are strings here
+# (``from __future__ import annotations``), resolved in this module's namespace.
+class PlainSum(typing.TypedDict):
+    sum: float
+
+
+class DayDict(typing.TypedDict):
+    day: str
+    high: float
+    rain: NotRequired[bool]
+
+
+class ForecastBase(typing.TypedDict, total=False):
+    note: str | None
+
+
+class ForecastDict(ForecastBase):
+    city: str
+    days: list[DayDict]
+    by_day: NotRequired[dict[str, DayDict | None]]
+
+
+class Tree(typing.TypedDict):
+    children: list[Tree]
+
+
+@dataclasses.dataclass
+class Wrapper:
+    inner: PlainSum
 
 
 def _tool(schema: Any, name: str = "t") -> mcp_sync.Tool:
@@ -85,20 +118,44 @@ def test_result_type_accepts_what_pydantic_accepts() -> None:
 
 
 def test_a_result_type_pydantic_cannot_use_is_refused_before_sending(tmp_path: Any) -> None:
-    import typing
-
-    class Legacy(typing.TypedDict):  # pydantic needs typing_extensions' on Python < 3.12
-        x: int
-
     class Opaque:
         pass
 
     log = tmp_path / "log"
-    with connect_fake("--features", "--log", str(log)) as session:
-        for bad in (Opaque,) + ((Legacy,) if sys.version_info < (3, 12) else ()):
-            with pytest.raises(mcp_sync.InvalidOption, match="cannot be validated with pydantic"):
-                session.call_tool("bad_structured", result_type=bad)
+    with (
+        connect_fake("--features", "--log", str(log)) as session,
+        pytest.raises(mcp_sync.InvalidOption, match="cannot be validated with pydantic"),
+    ):
+        session.call_tool("bad_structured", result_type=Opaque)
     assert "bad_structured" not in log.read_text()
+
+
+def test_a_typing_typeddict_works_as_a_result_type_on_every_python() -> None:
+    from mcp_sync.protocol.typed_results import validate_result
+
+    with connect_fake() as session:
+        assert session.call_tool("add", {"a": 2, "b": 3}, result_type=PlainSum) == {"sum": 5}
+        with pytest.raises(mcp_sync.ResultMismatch, match=r"does not fit DayDict: field 'day' \(missing\)"):
+            session.call_tool("add", {"a": 2, "b": 3}, result_type=DayDict)
+    forecast = {"city": "Oslo", "days": [{"day": "mon", "high": 1}], "by_day": {"mon": None}}
+    assert validate_result(_result(forecast), ForecastDict, "t") == forecast  # note: not required
+    assert validate_result(_result([{"sum": 1}]), list[PlainSum], "t") == [{"sum": 1}]
+    assert validate_result(_result({"sum": 1}), typing.Optional[PlainSum], "t") == {"sum": 1}  # noqa: UP045
+    bad = {**forecast, "days": [{"day": "mon", "high": "warm"}]}
+    with pytest.raises(mcp_sync.ResultMismatch, match=r"field 'days\[0\]\.high' \(float_parsing\)"):
+        validate_result(_result(bad), ForecastDict, "t")
+    with pytest.raises(mcp_sync.ResultMismatch, match=r"field 'city' \(missing\)"):
+        validate_result(_result({"days": [], "by_day": {}}), ForecastDict, "t")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="pydantic takes typing.TypedDict from 3.12")
+def test_a_typing_typeddict_that_cannot_be_rebuilt_names_typing_extensions(tmp_path: Any) -> None:
+    log = tmp_path / "log"
+    with connect_fake("--log", str(log)) as session:
+        for bad in (Tree, Wrapper, list[Wrapper]):
+            with pytest.raises(mcp_sync.InvalidOption, match=r"declare it with typing_extensions\.TypedDict"):
+                session.call_tool("add", {"a": 1, "b": 2}, result_type=bad)
+    assert "tools/call" not in log.read_text()
 
 
 def test_an_error_result_or_none_structured_is_a_mismatch_with_the_result() -> None:
@@ -130,6 +187,8 @@ def test_result_type_against_the_official_sdk_server(sdk_stdio_cmd: list[str]) -
             assert session.call_tool("structured", result_type=structured).tags == ["a", "b"]  # type: ignore[attr-defined]
             added = session.call_tool("add", {"a": 2, "b": 3}, result_type=session.tool("add").output_model())
             assert added.result == 5  # type: ignore[attr-defined]
+            as_dict = session.call_tool("forecast", {"city": "Oslo"}, result_type=ForecastDict)
+            assert as_dict["days"][1] == {"day": "tue", "high": 18, "rain": True}
             with pytest.raises(mcp_sync.ResultMismatch) as caught:
                 session.call_tool("fail", result_type=Sum)
             assert caught.value.reason == "is_error" and caught.value.result is not None

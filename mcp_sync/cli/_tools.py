@@ -44,6 +44,7 @@ __all__ = ["cmd_call", "cmd_check", "cmd_demo", "cmd_example_config", "cmd_tools
 
 _DEMO_MESSAGE = "hello from mcp-sync"
 _PARAMETERS_WIDTH = 60
+_APP_WIDTH = 80
 
 
 # --------------------------------------------------------------------------
@@ -52,11 +53,22 @@ _PARAMETERS_WIDTH = 60
 
 def _print_tools(flows: Sequence[Flow], out: IO[str]) -> None:
     rows = []
-    for flow in flows:
+    apps = [_app(flow) for flow in flows]
+    for flow, app in zip(flows, apps, strict=True):
         described = flow.tool.description if flow.tool is not None else flow.description
         shown = (escape(flow.name), escape(flow.server or "-"), _parameters(flow.input_document))
-        rows.append((*shown, escape(first_line(described))))
-    table(("FLOW", "SERVER", "PARAMETERS", "DESCRIPTION"), rows, out)
+        rows.append((*shown, escape(first_line(described)), *((app or "-",) if any(apps) else ())))
+    # The APP column (a tool's MCP App, a ui:// resource) only when a tool has one.
+    table(("FLOW", "SERVER", "PARAMETERS", "DESCRIPTION", *(("APP",) if any(apps) else ())), rows, out)
+
+
+def _app(flow: Flow) -> str | None:
+    """The ``ui://`` URI of the flow's MCP App, escaped and cut to fit a column."""
+    uri = flow.tool.ui_resource_uri if flow.tool is not None else None
+    if uri is None:
+        return None
+    shown = escape(uri)
+    return shown if len(shown) <= _APP_WIDTH else shown[: _APP_WIDTH - 1] + "…"
 
 
 def _parameters(document: Mapping[str, Any]) -> str:
@@ -137,7 +149,7 @@ def cmd_tools(ns: argparse.Namespace, out: IO[str]) -> int:
 
     def body(flows: list[Flow]) -> int:
         if shape == "json":
-            out.write(to_json([flow.to_dict() for flow in flows]) + "\n")
+            out.write(to_json([_flow_json(flow) for flow in flows]) + "\n")
         elif shape == "table":
             _print_tools(flows, out)
         else:
@@ -145,6 +157,15 @@ def cmd_tools(ns: argparse.Namespace, out: IO[str]) -> int:
         return EXIT_OK
 
     return with_flows(ns, body)
+
+
+def _flow_json(flow: Flow) -> dict[str, Any]:
+    """A flow's declaration, with its tool's MCP App (``uiResourceUri``) when it has one."""
+    out = flow.to_dict()
+    uri = flow.tool.ui_resource_uri if flow.tool is not None else None
+    if uri is not None:
+        out["uiResourceUri"] = uri
+    return out
 
 
 def cmd_call(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

@@ -7,7 +7,7 @@ import logging
 import re
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CallToolResult",
     "CatalogWalk",
+    "Icon",
     "PageWalk",
     "ServerInfo",
     "Snapshot",
@@ -28,9 +29,13 @@ __all__ = [
     "Tools",
     "bounded_instructions",
     "check_tool_name",
+    "entry_extras",
     "freeze",
     "parse_call_result",
+    "parse_icons",
+    "result_meta",
     "thaw",
+    "ui_uri",
 ]
 
 # A tool name may not contain "/", a Unicode Cc control (C0, DEL, C1), a Cf
@@ -139,17 +144,151 @@ def thaw(value: Any) -> Any:
     return value
 
 
+# An icon's src is kept only with one of the schemes the specification names
+# (an http(s) URL or an image as a data: URI): a javascript:, file: or ui: src
+# is not an icon, and a host that shows icons must never be handed one.
+_ICON_SCHEMES = ("https://", "http://", "data:image/")
+
+
+@dataclass(frozen=True, slots=True)
+class Icon:
+    """One icon the server offers for itself, a tool, a resource, a template
+    or a prompt. ``src`` is an ``https:``/``http:`` URL or a ``data:image/...``
+    URI: data, never fetched by the library (a host that shows it decides
+    whether to load it; an SVG can carry script). ``sizes`` are ``"48x48"``-style
+    strings or ``"any"``; ``theme`` is ``"light"`` or ``"dark"`` (the
+    background the icon is drawn for), ``None`` for any."""
+
+    src: str
+    mime_type: str | None = None
+    sizes: tuple[str, ...] | None = None
+    theme: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The icon as MCP JSON (``src``, ``mimeType``, ``sizes``, ``theme``)."""
+        out: dict[str, Any] = {"src": self.src}
+        if self.mime_type is not None:
+            out["mimeType"] = self.mime_type
+        if self.sizes is not None:
+            out["sizes"] = list(self.sizes)
+        if self.theme is not None:
+            out["theme"] = self.theme
+        return out
+
+
+def _icon(item: object) -> Icon | None:
+    if not isinstance(item, dict):
+        return None
+    src = item.get("src")
+    # A URI has no control, format or space character; the scheme is checked
+    # on a short prefix, so a long data: URI costs one pass of isprintable.
+    if (
+        not isinstance(src, str)
+        or not src[:16].lower().startswith(_ICON_SCHEMES)
+        or not src.isprintable()
+        or " " in src
+    ):
+        return None
+    mime, sizes, theme = item.get("mimeType"), item.get("sizes"), item.get("theme")
+    return Icon(
+        src=src,
+        mime_type=mime if isinstance(mime, str) else None,
+        sizes=tuple(size for size in sizes if isinstance(size, str)) if isinstance(sizes, list) else None,
+        theme=theme if theme in ("light", "dark") else None,
+    )
+
+
+def parse_icons(value: object) -> tuple[Icon, ...]:
+    """The server's ``icons`` array as :class:`Icon` values: an entry that is
+    not an object with an acceptable ``src`` is left out, anything but an
+    array counts as none."""
+    if not isinstance(value, list):
+        return ()
+    icons = []
+    for item in value:
+        icon = _icon(item)
+        if icon is not None:
+            icons.append(icon)
+    return tuple(icons)
+
+
+def _json_bytes(value: object) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
+def entry_extras(
+    entry: Mapping[str, Any], limit: int, server: str, what: Callable[[], str]
+) -> tuple[tuple[Icon, ...], Mapping[str, Any] | None]:
+    """The ``icons`` and ``_meta`` of a listed entry (a tool, resource,
+    template, prompt, or the server's own description), frozen. Kept only
+    when together they fit in ``limit`` (``max_tool_document_bytes``) bytes of
+    JSON: past it both are dropped, with a warning naming ``what()``, and the
+    entry is kept without them."""
+    raw_icons, meta = entry.get("icons"), entry.get("_meta")
+    if raw_icons is None and meta is None:
+        return (), None  # the common entry: nothing to measure
+    if not isinstance(meta, dict):
+        meta = None
+    icons = parse_icons(raw_icons)
+    if not icons and meta is None:
+        return (), None
+    size = (_json_bytes(raw_icons) if icons else 0) + (_json_bytes(meta) if meta is not None else 0)
+    if size > limit:
+        logging.getLogger("mcp_sync.session").warning(
+            "server %r sent %d bytes of icons and _meta for %s, over max_tool_document_bytes=%d; "
+            "the entry is kept without them",
+            server, size, what(), limit,
+            extra={"mcp_event": "metadata_dropped", "mcp_server": server},
+        )  # fmt: skip
+        return (), None
+    return icons, freeze(meta) if meta is not None else None
+
+
+def result_meta(result: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A result's ``_meta`` object, frozen (a copy), or ``None``. Bounded like
+    the rest of the result, by the frame rules."""
+    meta = result.get("_meta")
+    return freeze(meta) if type(meta) is dict else None
+
+
+def ui_uri(meta: Mapping[str, Any] | None) -> str | None:
+    """The ``ui://`` URI of an MCP App in a tool's ``_meta``: ``ui.resourceUri``,
+    or the older flat key ``"ui/resourceUri"``; ``None`` when neither is a
+    ``ui://`` URI without control, format or space characters."""
+    if meta is None:
+        return None
+    nested = meta.get("ui")
+    uri = nested.get("resourceUri") if isinstance(nested, Mapping) else None
+    if not isinstance(uri, str):
+        uri = meta.get("ui/resourceUri")
+    if (
+        isinstance(uri, str)
+        and uri[:5].lower() == "ui://"
+        and len(uri) > 5
+        and uri.isprintable()
+        and " " not in uri
+    ):
+        return uri
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
     """What the server disclosed about itself in ``initialize`` (or
     ``server/discover``): untrusted text. ``instructions`` is what the server
     asks a model to know about using it, at most ``max_tool_document_bytes``
-    UTF-8 bytes."""
+    UTF-8 bytes. ``icons``, ``description`` and ``website_url`` are its
+    ``serverInfo``'s; ``meta`` is the ``_meta`` of the result that opened the
+    session (frozen)."""
 
     name: str
     version: str
     title: str | None = None
     instructions: str | None = None
+    icons: tuple[Icon, ...] = ()
+    description: str | None = None
+    website_url: str | None = None
+    meta: Mapping[str, Any] | None = None
 
 
 def bounded_instructions(server: str, limits: Limits, value: object) -> str | None:
@@ -190,6 +329,16 @@ class Tool:
     annotations: Mapping[str, Any] | None = None
     execution: Mapping[str, Any] | None = None
     """The server's ``execution`` object (``taskSupport`` lives here), frozen."""
+    icons: tuple[Icon, ...] = ()
+    meta: Mapping[str, Any] | None = None
+    """The entry's ``_meta`` object, frozen (vendor data, an MCP App's ``ui``)."""
+
+    @property
+    def ui_resource_uri(self) -> str | None:
+        """Where the tool's MCP App lives: the ``ui://`` resource named by
+        ``_meta.ui.resourceUri`` (or the older ``_meta["ui/resourceUri"]``),
+        to read with ``read_resource``; ``None`` when the tool has none."""
+        return ui_uri(self.meta)
 
     @property
     def task_support(self) -> str:
@@ -222,6 +371,10 @@ class Tool:
             out["annotations"] = thaw(self.annotations)
         if self.execution is not None:
             out["execution"] = thaw(self.execution)
+        if self.icons:
+            out["icons"] = [icon.to_dict() for icon in self.icons]
+        if self.meta is not None:
+            out["_meta"] = thaw(self.meta)
         return out
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
@@ -254,16 +407,20 @@ class Tools(tuple[Tool, ...]):
 class CallToolResult:
     """A ``tools/call`` result. ``is_error`` is the tool's own failure report:
     the call itself succeeded. ``structured_content`` is a frozen object, or in
-    the modern era (2026-07-28) any frozen JSON value."""
+    the modern era (2026-07-28) any frozen JSON value. ``meta`` is the
+    result's ``_meta`` (related task ids, costs, vendor data), frozen."""
 
     content: tuple[Mapping[str, Any], ...]
     is_error: bool = False
     structured_content: Any = None
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"content": thaw(self.content), "isError": self.is_error}
         if self.structured_content is not None:
             out["structuredContent"] = thaw(self.structured_content)
+        if self.meta is not None:
+            out["_meta"] = thaw(self.meta)
         return out
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
@@ -298,6 +455,8 @@ def parse_call_result(result: object, tool: str, any_structured: bool = False) -
     _set_content(call, freeze_decoded(content))
     _set_is_error(call, is_error)
     _set_structured(call, None if structured is None else freeze_decoded(structured))
+    meta = result.get("_meta")
+    _set_meta(call, None if meta is None else freeze_decoded(meta) if type(meta) is dict else None)
     return call
 
 
@@ -305,6 +464,7 @@ _new_result: Any = object.__new__
 _set_content: Any = vars(CallToolResult)["content"].__set__
 _set_is_error: Any = vars(CallToolResult)["is_error"].__set__
 _set_structured: Any = vars(CallToolResult)["structured_content"].__set__
+_set_meta: Any = vars(CallToolResult)["meta"].__set__
 
 
 class PageWalk(ABC):
@@ -316,8 +476,9 @@ class PageWalk(ABC):
     method = "tools/list"
     key = "tools"
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, server: str = "") -> None:
         self._limits = limits
+        self.server = server  # for the warnings about an entry
         self._cursors: set[str] = set()
         self.pages = 0
         self.freshness: list[dict[str, object]] = []
@@ -368,8 +529,8 @@ class PageWalk(ABC):
 class CatalogWalk(PageWalk):
     """Validates ``tools/list`` pages one at a time and builds the snapshot."""
 
-    def __init__(self, limits: Limits) -> None:
-        super().__init__(limits)
+    def __init__(self, limits: Limits, server: str = "") -> None:
+        super().__init__(limits, server)
         self._tools: list[Tool] = []
         self._names: set[str] = set()
 
@@ -429,6 +590,7 @@ class CatalogWalk(PageWalk):
                 f"tool {shown} has a description and inputSchema of {size} bytes, "
                 f"over max_tool_document_bytes={limits.max_tool_document_bytes}"
             )
+        icons, meta = entry_extras(entry, limits.max_tool_document_bytes, self.server, lambda: f"tool {shown}")
         return Tool(
             name=name,
             description=description,
@@ -437,6 +599,8 @@ class CatalogWalk(PageWalk):
             title=title,
             annotations=freeze(annotations) if annotations is not None else None,
             execution=freeze(execution) if execution is not None else None,
+            icons=icons,
+            meta=meta,
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -19,7 +19,9 @@ __all__ = [
     "MAX_STDERR_LINE_BYTES",
     "DiagnosticEvent",
     "Diagnostics",
+    "InboundMessage",
     "KnownSecrets",
+    "MessageHook",
     "Redacted",
     "redact",
     "redact_url",
@@ -331,3 +333,39 @@ class DiagnosticEvent:
 
 
 Diagnostics = Callable[[DiagnosticEvent], None]
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """One message a server sent, as a session read it: past the inbound
+    limits (frame size, depth, value count), before the session acts on it.
+
+    ``message`` is the whole JSON-RPC frame, deep-frozen (read-only mappings,
+    tuples for arrays), a copy of what the session goes on to use: nothing a
+    hook does to it reaches the session. Untrusted: the ``repr`` shows only
+    the server, the method and the id, escaped.
+    """
+
+    server: str
+    message: Mapping[str, Any]
+
+    @property
+    def method(self) -> str | None:
+        """The ``method`` of a request or notification; ``None`` for a reply."""
+        method = self.message.get("method")
+        return method if isinstance(method, str) else None
+
+    @property
+    def id(self) -> int | str | None:
+        """The JSON-RPC ``id`` (a reply's or a server request's); ``None`` for a notification."""
+        value = self.message.get("id")
+        return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+    def __repr__(self) -> str:
+        method = self.method
+        shown = "reply" if method is None else ascii(method[:80])
+        ident = self.id
+        return f"InboundMessage(server={self.server!r}, method={shown}, id={ascii(ident)[:40]})"
+
+
+MessageHook = Callable[[InboundMessage], None]

@@ -23,6 +23,9 @@ from __future__ import annotations
 import functools
 import keyword
 import re
+import sys
+import types
+import typing
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -75,7 +78,7 @@ MAX_MODEL_FIELDS = 1000
 def _cached_adapter(result_type: Any) -> Any:
     from pydantic import TypeAdapter
 
-    return TypeAdapter(result_type)
+    return TypeAdapter(portable(result_type))
 
 
 def adapter_for(result_type: Any) -> Any:
@@ -88,11 +91,110 @@ def adapter_for(result_type: Any) -> Any:
         try:
             return _cached_adapter(result_type)
         except TypeError:  # an unhashable type: no cache
-            return TypeAdapter(result_type)
-    except (PydanticUserError, TypeError) as exc:
-        raise InvalidOption(
-            f"result_type {name} cannot be validated with pydantic ({type(exc).__name__}); nothing was sent"
-        ) from exc
+            return TypeAdapter(portable(result_type))
+    except PydanticUserError as exc:
+        if exc.code == "typed-dict-version":
+            raise InvalidOption(
+                f"result_type {name} holds a typing.TypedDict that cannot be rebuilt (one inside a dataclass "
+                "or model, that contains itself, or whose annotations do not resolve), and pydantic takes "
+                "typing.TypedDict only from Python 3.12: declare it with typing_extensions.TypedDict; "
+                "nothing was sent"
+            ) from exc
+        raise _unusable(name, exc) from exc
+    except TypeError as exc:
+        raise _unusable(name, exc) from exc
+
+
+def _unusable(name: str, exc: Exception) -> InvalidOption:
+    return InvalidOption(
+        f"result_type {name} cannot be validated with pydantic ({type(exc).__name__}); nothing was sent"
+    )
+
+
+# --------------------------------------------------------------------- typing.TypedDict before 3.12
+
+
+def portable(result_type: Any) -> Any:
+    """``result_type`` as pydantic takes it on this Python. Before 3.12
+    pydantic refuses a ``typing.TypedDict`` (it needs
+    ``typing_extensions.TypedDict``): each one, at the top or inside
+    ``list[...]``, ``dict[...]``, ``X | None`` or ``Annotated[...]``, is
+    rebuilt as a ``typing_extensions.TypedDict`` with the same name, keys,
+    required and optional keys and docstring. The value validated is a plain
+    ``dict`` either way. One nested where it cannot be reached (a dataclass's
+    field) or that contains itself is left as it is, for pydantic to refuse."""
+    if sys.version_info >= (3, 12):
+        return result_type
+    try:
+        return _rebuilt(result_type, {})
+    except _Unportable:
+        return result_type
+
+
+class _Unportable(Exception):
+    """A TypedDict that contains itself, or whose hints do not resolve."""
+
+
+def _is_typing_typeddict(value: Any) -> bool:
+    return isinstance(value, type) and typing.is_typeddict(value) and type(value).__module__ == "typing"
+
+
+def _rebuilt(value: Any, seen: dict[int, Any]) -> Any:
+    if _is_typing_typeddict(value):
+        return _rebuilt_typeddict(value, seen)
+    origin, args = typing.get_origin(value), typing.get_args(value)
+    if origin is None or not args or origin is Literal:
+        return value
+    if origin is typing.Annotated:
+        inner = _rebuilt(args[0], seen)
+        return value if inner is args[0] else typing.Annotated[(inner, *value.__metadata__)]
+    new = tuple(_rebuilt(arg, seen) for arg in args)
+    if all(a is b for a, b in zip(new, args, strict=True)):
+        return value
+    return _with_args(value, origin, new)
+
+
+def _with_args(value: Any, origin: Any, args: tuple[Any, ...]) -> Any:
+    """The generic ``value`` (``list[X]``, ``X | None``, ``typing.Dict[K, V]``) over ``args`` instead."""
+    if origin is typing.Union or origin is types.UnionType:
+        return typing.Union[args]  # noqa: UP007 - built from a tuple at run time
+    if isinstance(value, types.GenericAlias):
+        return types.GenericAlias(origin, args)
+    copy_with = getattr(value, "copy_with", None)  # typing.List[...] and the like
+    return copy_with(args) if copy_with is not None else value
+
+
+def _rebuilt_typeddict(value: Any, seen: dict[int, Any]) -> Any:
+    import typing_extensions  # pydantic's own dependency
+
+    key = id(value)
+    if key in seen:
+        if seen[key] is None:
+            raise _Unportable  # it contains itself
+        return seen[key]
+    seen[key] = None
+    try:
+        hints = typing.get_type_hints(value, include_extras=True)
+    except Exception:  # a forward reference that does not resolve
+        raise _Unportable from None
+    # A key's own Required[...] or NotRequired[...] (typing's or typing_extensions')
+    # decides; past that, the class's totality. (Under postponed annotations
+    # Python 3.11 leaves those markers out of __required_keys__.)
+    marks = {typing.Required: True, typing.NotRequired: False,
+             typing_extensions.Required: True, typing_extensions.NotRequired: False}  # fmt: skip
+    fields: dict[str, Any] = {}
+    for name, hint in hints.items():
+        bare, required = hint, name in value.__required_keys__
+        while typing.get_origin(bare) in marks:
+            required = marks[typing.get_origin(bare)]
+            bare = typing.get_args(bare)[0]
+        inner = _rebuilt(bare, seen)
+        fields[name] = typing_extensions.Required[inner] if required else typing_extensions.NotRequired[inner]
+    make: Any = typing_extensions.TypedDict  # (called with a name known only at run time)
+    rebuilt: Any = make(value.__name__, fields)
+    rebuilt.__doc__, rebuilt.__module__, rebuilt.__qualname__ = value.__doc__, value.__module__, value.__qualname__
+    seen[key] = rebuilt
+    return rebuilt
 
 
 def validate_result(result: _Result, result_type: type[T], tool: str, adapter: Any = None) -> T:

@@ -117,6 +117,12 @@ class Session:
         """The capabilities the server declared (frozen, untrusted)."""
         return self._core.server_capabilities
 
+    @property
+    def message_hook_failures(self) -> int:
+        """How many times the ``on_message`` hook raised (each logged; the session went on)."""
+        tap = self._core.message_tap
+        return 0 if tap is None else tap.failures
+
     # ------------------------------------------------------------ tools
 
     @property
@@ -365,14 +371,8 @@ class Session:
         """Every prompt the server lists (all pages); with ``cursor=``, one page."""
         return self._list("prompts", cursor, timeout_ms, meta)
 
-    def get_prompt(
-        self,
-        name: str,
-        arguments: Mapping[str, str] | None = None,
-        *,
-        timeout_ms: int | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> GetPromptResult:
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, *,
+                   timeout_ms: int | None = None, meta: _Meta = None) -> GetPromptResult:
         """Get one prompt, filled in with ``arguments`` (strings). ``meta``
         adds keys to the request's ``_meta`` (the library's own win)."""
         from . import resources as _resources

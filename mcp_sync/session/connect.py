@@ -11,7 +11,7 @@ from .. import _log
 from ..protocol.errors import InvalidOption, McpError, ProtocolError
 from ..protocol.limits import Limits
 from ..protocol.output_check import require_jsonschema
-from ..protocol.redaction import Diagnostics
+from ..protocol.redaction import Diagnostics, MessageHook
 from .api import Session
 from .core import _Core
 from .eras.negotiation import check_protocol, negotiate
@@ -65,6 +65,7 @@ def connect(
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
     cache: bool | None = None,
+    on_message: MessageHook | None = None,
 ) -> Session:
     """Start (or reach) an MCP server and return a ready :class:`Session`.
 
@@ -139,6 +140,9 @@ def connect(
     - ``cache=False``: never reuse a result, whatever ``ttlMs`` the server
       gives. By default lists and reads are answered from the session's
       cache while the server says they are fresh (``ttlMs``, ``cacheScope``).
+    - ``on_message``: a callable shown every message the server sends, past
+      the inbound limits, as a frozen :class:`InboundMessage`, on the thread
+      that read it; what it raises is counted and logged, never the session's.
     """
     given = {
         "server": server, "command": command, "args": args, "url": url,
@@ -157,7 +161,7 @@ def connect(
     }  # fmt: skip
     switches = {
         "limits": limits, "auth": auth, "handlers": handlers, "diagnostics": diagnostics,
-        "auto_refresh": auto_refresh, "validate_output": validate_output, "cache": cache,
+        "auto_refresh": auto_refresh, "validate_output": validate_output, "cache": cache, "on_message": on_message,
     }  # fmt: skip
     started = time.monotonic()
     try:
@@ -209,6 +213,7 @@ def connect_http(
     auto_refresh: bool | None = None,
     validate_output: bool | None = None,
     cache: bool | None = None,
+    on_message: MessageHook | None = None,
 ) -> Session:
     """:func:`connect` to a Streamable HTTP server at ``url``: its keywords
     for a URL, each as :func:`connect` describes it (``headers``: static
@@ -224,7 +229,7 @@ def connect_http(
         max_tools=max_tools, max_tool_name_bytes=max_tool_name_bytes,
         max_tool_document_bytes=max_tool_document_bytes, max_catalog_pages=max_catalog_pages,
         max_stderr_bytes=max_stderr_bytes, handlers=handlers, diagnostics=diagnostics,
-        auto_refresh=auto_refresh, validate_output=validate_output, cache=cache,
+        auto_refresh=auto_refresh, validate_output=validate_output, cache=cache, on_message=on_message,
     )  # fmt: skip
 
 
@@ -273,6 +278,7 @@ def _core(settings: Settings) -> _Core:
         auto_refresh=settings.auto_refresh,
         validate_output=settings.validate_output is not False,
         cache=cache_scopes(settings),
+        on_message=settings.on_message,
     )
 
 

@@ -35,7 +35,7 @@ from ..protocol.errors import (
 )
 from ..protocol.frames import TooManyValues, decode_line, encode, load_fast_json
 from ..protocol.limits import Limits
-from ..protocol.redaction import DiagnosticEvent, Diagnostics, Redacted
+from ..protocol.redaction import DiagnosticEvent, Diagnostics, MessageHook, Redacted
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
 from ..transports.contract import NOTIFICATION, REQUEST, Outbound, Transport
 from .call_plan import ask, not_in_catalog, session_call
@@ -43,6 +43,7 @@ from .eras.handshake import LegacyEra
 from .eras.handshake import initialize_params as _initialize_params
 from .listing import catalog_tools
 from .listing import walk as walk_pages
+from .message_tap import MessageTap, run_observer
 from .pending import Entry, Watch, _Pending, _Watched
 from .progress import ProgressCallback
 from .replies import remote_failure, reply_parts, server_message, stray_error
@@ -124,6 +125,7 @@ class _Core:
         auto_refresh: bool = False,
         validate_output: bool = False,
         cache: str = "off",
+        on_message: MessageHook | None = None,
     ) -> None:
         from .inbound import Inbound
 
@@ -163,8 +165,10 @@ class _Core:
         # Set by era negotiation while its probe is out: takes an error reply
         # with a null id (True: taken, no diagnostic event).
         self.unattributed: Callable[[dict[str, Any]], bool] | None = None
-        # Set while user code (the diagnostic observer) runs on this thread.
+        # Set while user code (the diagnostic observer, the message hook) runs on this thread.
         self._callback = threading.local()
+        # Shown each inbound message past the limits (None: one attribute check per message).
+        self.message_tap = None if on_message is None else MessageTap(server, on_message, self._callback)
         # Run (with terminate's ``wait``) once the session has ended and every
         # waiter has failed: what else owns threads (submitted calls: ._submit).
         self.on_end: list[Callable[[bool], None]] = []
@@ -250,16 +254,9 @@ class _Core:
 
     def emit(self, kind: Any, detail: Any) -> None:
         observer = self.diagnostics
-        if observer is None:
-            return
-        # An observer's own bug must not take the session down with it, and
-        # it may call close(): see close().
-        self._callback.active = True
-        try:
-            with contextlib.suppress(Exception):
-                observer(DiagnosticEvent(kind=kind, server=self.server, detail=Redacted(detail)))
-        finally:
-            self._callback.active = False
+        if observer is not None:  # what it raises is swallowed (run_observer)
+            event = DiagnosticEvent(kind=kind, server=self.server, detail=Redacted(detail))
+            run_observer(self._callback, observer, event)
 
     def transport_closed(self, stderr_tail: str) -> None:
         """Called once by the transport when its teardown is complete."""
@@ -489,6 +486,8 @@ class _Core:
             message = decode_line(line)
             if message is None:
                 return
+            if self.message_tap is not None:
+                self.message_tap(message)
             request_id = message.get("id")
             if (
                 type(request_id) is int

@@ -40,7 +40,7 @@ def catalog_tools(core: Core, keep: Callable[[Tool], bool] | None = None) -> tup
     limits = core.limits
     if not isinstance(core.server_capabilities.get("tools"), Mapping):
         return ()
-    pages = CatalogWalk(limits)
+    pages = CatalogWalk(limits, core.server)
     core.walk(pages, seconds(limits.handshake_timeout_ms), f"handshake_timeout_ms={limits.handshake_timeout_ms}")
     tools = pages.tools()
     if keep is not None:

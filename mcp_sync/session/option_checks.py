@@ -91,6 +91,7 @@ class Settings:
     validate_output: bool | None
     """``None``: check results when the validation extra is installed."""
     cache: bool
+    on_message: Any = None
 
 
 def url_problem(text: str) -> str | None:
@@ -127,6 +128,7 @@ def session_settings(
         auto_refresh=_flag("auto_refresh", switches["auto_refresh"]),
         validate_output=_tristate("validate_output", switches["validate_output"]),
         cache=_flag("cache", switches.get("cache"), default=True),
+        on_message=_callable("on_message", switches.get("on_message")),
     )
 
 

@@ -470,7 +470,7 @@ def resolve(options: object, given: Mapping[str, Any], switches: Mapping[str, An
     the transport (``None``: not given), which override its fields;
     ``switches`` the session's own keywords (``limits``, ``auth``,
     ``handlers``, ``diagnostics``, ``auto_refresh``, ``validate_output``,
-    ``cache``); a ``cache`` switch left at ``None`` takes the entry's field.
+    ``cache``, ``on_message``); a ``cache`` switch left at ``None`` takes the entry's field.
     """
     merged = _merged(options, given)
     auth = switches["auth"] if switches["auth"] is not None else merged.pop("auth", None)

@@ -55,7 +55,7 @@ def refresh_tools(core: Core, timeout_ms: int | None, meta: Mapping[str, Any] | 
     with inbound.refresh_lock:
         # Cleared before the walk: a change announced during it sets it again.
         flag.clear()
-        walk = CatalogWalk(core.limits)
+        walk = CatalogWalk(core.limits, core.server)
         try:
             core.walk(walk, seconds(timeout_ms), f"{option}={timeout_ms}", params)
         except McpError as exc:

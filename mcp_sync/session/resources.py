@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.catalog import PageWalk, freeze, thaw
+from ..protocol.catalog import Icon, PageWalk, entry_extras, freeze, result_meta, thaw
 from ..protocol.errors import InvalidResponse, ProtocolError
 from ..protocol.limits import request_budget, seconds
 
@@ -74,12 +74,14 @@ class Resource:
     mime_type: str | None = None
     size: int | None = None
     annotations: Mapping[str, Any] | None = None
+    icons: tuple[Icon, ...] = ()
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uri": self.uri, "name": self.name}
         _put(out, title=self.title, description=self.description, mimeType=self.mime_type,
              size=self.size, annotations=self.annotations)  # fmt: skip
-        return out
+        return _extras(out, self.icons, self.meta)
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
@@ -98,12 +100,14 @@ class ResourceTemplate:
     description: str | None = None
     mime_type: str | None = None
     annotations: Mapping[str, Any] | None = None
+    icons: tuple[Icon, ...] = ()
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
         _put(out, title=self.title, description=self.description, mimeType=self.mime_type,
              annotations=self.annotations)  # fmt: skip
-        return out
+        return _extras(out, self.icons, self.meta)
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
@@ -121,13 +125,14 @@ class ResourceContents:
     mime_type: str | None = None
     text: str | None = None
     blob: bytes | None = None
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uri": self.uri}
         _put(out, mimeType=self.mime_type, text=self.text)
         if self.blob is not None:
             out["blob"] = base64.b64encode(self.blob).decode("ascii")
-        return out
+        return _extras(out, (), self.meta)
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
@@ -138,12 +143,13 @@ class ResourceContents:
 
 @dataclass(frozen=True, slots=True)
 class ReadResourceResult:
-    """The result of ``resources/read``."""
+    """The result of ``resources/read``; ``meta`` is its ``_meta``, frozen."""
 
     contents: tuple[ResourceContents, ...]
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"contents": [item.to_dict() for item in self.contents]}
+        return _extras({"contents": [item.to_dict() for item in self.contents]}, (), self.meta)
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
@@ -173,12 +179,14 @@ class Prompt:
     title: str | None = None
     description: str | None = None
     arguments: tuple[PromptArgument, ...] = ()
+    icons: tuple[Icon, ...] = ()
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
         _put(out, title=self.title, description=self.description)
         out["arguments"] = [argument.to_dict() for argument in self.arguments]
-        return out
+        return _extras(out, self.icons, self.meta)
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
@@ -198,15 +206,16 @@ class PromptMessage:
 
 @dataclass(frozen=True, slots=True)
 class GetPromptResult:
-    """The result of ``prompts/get``."""
+    """The result of ``prompts/get``; ``meta`` is its ``_meta``, frozen."""
 
     messages: tuple[PromptMessage, ...]
     description: str | None = None
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"messages": [message.to_dict() for message in self.messages]}
         _put(out, description=self.description)
-        return out
+        return _extras(out, (), self.meta)
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         """Jupyter's display (``text/plain``, ``text/html``: server text escaped)."""
@@ -217,11 +226,13 @@ class GetPromptResult:
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """The result of ``completion/complete``."""
+    """The result of ``completion/complete``; ``meta`` is the result's
+    ``_meta``, frozen (``to_dict()`` gives the ``completion`` object alone)."""
 
     values: tuple[str, ...]
     total: int | None = None
     has_more: bool = False
+    meta: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"values": list(self.values), "hasMore": self.has_more}
@@ -235,12 +246,21 @@ def _put(out: dict[str, Any], **fields: Any) -> None:
             out[key] = thaw(value)
 
 
+def _extras(out: dict[str, Any], icons: tuple[Icon, ...], meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``out`` with ``icons`` and ``_meta`` as MCP JSON, where there are any."""
+    if icons:
+        out["icons"] = [icon.to_dict() for icon in icons]
+    if meta is not None:
+        out["_meta"] = thaw(meta)
+    return out
+
+
 # --------------------------------------------------------------------- listing
 
 
 class _ListWalk(PageWalk):
-    def __init__(self, limits: Limits) -> None:
-        super().__init__(limits)
+    def __init__(self, limits: Limits, server: str = "") -> None:
+        super().__init__(limits, server)
         self.items: list[Any] = []
 
     def entries(self, entries: list[Any]) -> None:
@@ -263,6 +283,11 @@ class _ListWalk(PageWalk):
             raise InvalidResponse(f"a {self.method} entry has no name string")
         return ident, name
 
+    def extras(self, entry: dict[str, Any], what: str) -> tuple[tuple[Icon, ...], Mapping[str, Any] | None]:
+        """The entry's icons and ``_meta``, bounded like a tool's (``entry_extras``)."""
+        limit = self._limits.max_tool_document_bytes
+        return entry_extras(entry, limit, self.server, lambda: f"{self.method} entry {what[:200]!a}")
+
 
 class _Resources(_ListWalk):
     method, key = "resources/list", "resources"
@@ -270,11 +295,12 @@ class _Resources(_ListWalk):
     def entry(self, entry: dict[str, Any]) -> Resource:
         uri, name = self._named(entry, "uri")
         size = entry.get("size")
+        icons, meta = self.extras(entry, uri)
         return Resource(
             uri=uri, name=name, title=_text(entry.get("title")),
             description=_text(entry.get("description")), mime_type=_text(entry.get("mimeType")),
             size=size if type(size) is int and size >= 0 else None,
-            annotations=_mapping(entry.get("annotations")),
+            annotations=_mapping(entry.get("annotations")), icons=icons, meta=meta,
         )  # fmt: skip
 
 
@@ -283,10 +309,11 @@ class _Templates(_ListWalk):
 
     def entry(self, entry: dict[str, Any]) -> ResourceTemplate:
         template, name = self._named(entry, "uriTemplate")
+        icons, meta = self.extras(entry, template)
         return ResourceTemplate(
             uri_template=template, name=name, title=_text(entry.get("title")),
             description=_text(entry.get("description")), mime_type=_text(entry.get("mimeType")),
-            annotations=_mapping(entry.get("annotations")),
+            annotations=_mapping(entry.get("annotations")), icons=icons, meta=meta,
         )  # fmt: skip
 
 
@@ -314,9 +341,11 @@ class _Prompts(_ListWalk):
                     title=_text(argument.get("title")),
                 )
             )
+        icons, meta = self.extras(entry, name)
         return Prompt(
             name=name, title=_text(entry.get("title")),
             description=_text(entry.get("description")), arguments=tuple(parsed),
+            icons=icons, meta=meta,
         )  # fmt: skip
 
 
@@ -347,9 +376,11 @@ def parse_contents(result: object, uri: str) -> ReadResourceResult:
         elif not isinstance(text, str):
             raise InvalidResponse(f"{where} has a text that is not a string")
         items.append(
-            ResourceContents(uri=item["uri"], mime_type=_text(item.get("mimeType")), text=text, blob=data)
+            ResourceContents(
+                uri=item["uri"], mime_type=_text(item.get("mimeType")), text=text, blob=data, meta=result_meta(item)
+            )
         )
-    return ReadResourceResult(tuple(items))
+    return ReadResourceResult(tuple(items), result_meta(result))
 
 
 def parse_prompt(result: object, name: str) -> GetPromptResult:
@@ -366,7 +397,9 @@ def parse_prompt(result: object, name: str) -> GetPromptResult:
         ):
             raise InvalidResponse(f"{where} has a message without a role and typed content")
         messages.append(PromptMessage(role=message["role"], content=freeze(message["content"])))
-    return GetPromptResult(messages=tuple(messages), description=_text(result.get("description")))
+    return GetPromptResult(
+        messages=tuple(messages), description=_text(result.get("description")), meta=result_meta(result)
+    )
 
 
 def parse_completion(result: object) -> Completion:
@@ -383,6 +416,7 @@ def parse_completion(result: object) -> Completion:
         values=tuple(values),
         total=total if type(total) is int and total >= 0 else None,
         has_more=completion.get("hasMore") is True,
+        meta=result_meta(result) if isinstance(result, dict) else None,
     )
 
 

@@ -48,7 +48,7 @@ from ..transports.contract import REPLY, REQUEST, Outbound, ShutdownOnce
 if TYPE_CHECKING:
     from types import FrameType
 
-    from ..protocol.redaction import Diagnostics
+    from ..protocol.redaction import Diagnostics, MessageHook
     from ..session.api import Session
     from ..transports.contract import Sink
 
@@ -356,13 +356,14 @@ def connect_in_process(  # noqa: PLR0913 (connect's own options)
     auto_refresh: bool = False,
     validate_output: bool | None = None,
     cache: bool = True,
+    on_message: MessageHook | None = None,
     **limit_options: int,
 ) -> Session:
     """A :class:`~mcp_sync.Session` on an official-SDK server object
     (``MCPServer`` or a low-level ``Server``) served in this process.
 
     Same API and rules as :func:`mcp_sync.connect` (``protocol``, the era,
-    ``handlers``, the limits, given as a ``Limits`` or as keywords);
+    ``handlers``, ``on_message``, the limits, given as a ``Limits`` or as keywords);
     ``close()`` stops the server's loop and joins its thread. Needs the
     ``mcp`` SDK (extra ``testing``)."""
     from ..session.connect import _negotiated
@@ -376,6 +377,8 @@ def connect_in_process(  # noqa: PLR0913 (connect's own options)
         require_jsonschema()
     if handlers is not None and not isinstance(handlers, Handlers):
         raise InvalidOption("option handlers must be a mcp_sync.Handlers")
+    if on_message is not None and not callable(on_message):
+        raise InvalidOption("option on_message must be callable")
     base = limits if limits is not None else Limits()
     if not isinstance(base, Limits):
         raise InvalidOption("option limits must be a Limits")
@@ -390,7 +393,7 @@ def connect_in_process(  # noqa: PLR0913 (connect's own options)
     def open_core() -> _Core:
         core = _Core(
             server, settled, diagnostics, handlers=handlers, auto_refresh=auto_refresh,
-            validate_output=validate_output is not False, cache="all" if cache else "off",
+            validate_output=validate_output is not False, cache="all" if cache else "off", on_message=on_message,
         )  # fmt: skip
         try:
             core.transport = InProcessTransport(core, server_object, name=server, limits=settled)

@@ -48,7 +48,6 @@ import select
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..protocol.errors import ConnectionClosed, SpawnFailed
 from ..protocol.limits import Limits, reply_not_queued, seconds
@@ -199,23 +198,7 @@ class StdioTransport:
         (era negotiation starts its clock once the server has read the probe)."""
         return self._stdin.unread()
 
-    # The read token's and the line's parts, by the names tests look at.
-    @property
-    def _rlock(self) -> Any:
-        return self._token.lock
-
-    @property
-    def _leased(self) -> bool:
-        return self._token.leased
-
-    @property
-    def _armed(self) -> bool:
-        return self._token.armed
-
-    @property
-    def _skipping(self) -> Any:
-        return self._lines.skipping
-
+    # The read token's modify, by the name tests replace it under.
     @property
     def _modify(self) -> Callable[[int, int], None]:
         return self._token.modify

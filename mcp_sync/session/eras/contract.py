@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...protocol.catalog import ServerInfo
+from ...protocol.catalog import ServerInfo, entry_extras, result_meta
 from ...protocol.errors import ProtocolError
 from ..feature_contract import Core, InboundHooks
 from ..pending import Watch
@@ -82,17 +82,31 @@ def check_capabilities(capabilities: object, where: str, method: str) -> None:
             raise ProtocolError(f"{where} does not offer the tools capability")
 
 
-def server_info(value: object, instructions: str | None = None) -> ServerInfo:
+def server_info(
+    value: object, instructions: str | None = None, result: object = None, core: Core | None = None
+) -> ServerInfo:
     """The server's name and version, as far as it disclosed them (untrusted
-    text), and its ``instructions`` (already bounded: :func:`bounded_instructions`)."""
+    text), its ``instructions`` (already bounded: :func:`bounded_instructions`),
+    and with ``core`` its icons (bounded like a catalog entry's) and the
+    opening ``result``'s ``_meta``."""
+    meta = result_meta(result) if isinstance(result, dict) else None
     if not isinstance(value, dict):
-        return ServerInfo(name="", version="", instructions=instructions)
+        return ServerInfo(name="", version="", instructions=instructions, meta=meta)
     name, version, title = value.get("name"), value.get("version"), value.get("title")
+    description, website = value.get("description"), value.get("websiteUrl")
+    icons: tuple[Any, ...] = ()
+    if core is not None:
+        limit = core.limits.max_tool_document_bytes
+        icons, _ = entry_extras({"icons": value.get("icons")}, limit, core.server, lambda: "its serverInfo")
     return ServerInfo(
         name=name if isinstance(name, str) else "",
         version=version if isinstance(version, str) else "",
         title=title if isinstance(title, str) else None,
         instructions=instructions,
+        icons=icons,
+        description=description if isinstance(description, str) else None,
+        website_url=website if isinstance(website, str) else None,
+        meta=meta,
     )
 
 

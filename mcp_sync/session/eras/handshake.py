@@ -108,7 +108,7 @@ class LegacyEra:
             raise ProtocolError(f"{where} answered initialize with an unsupported protocolVersion")
         check_capabilities(result.get("capabilities"), where, "initialize")
         instructions = bounded_instructions(core.server, core.limits, result.get("instructions"))
-        info = server_info(result.get("serverInfo"), instructions)
+        info = server_info(result.get("serverInfo"), instructions, result, core)
         # The server chose the version: the HTTP transport sends it from now on.
         self._version = version
         core.adopt(self, result["capabilities"])

@@ -198,6 +198,8 @@ class ModernEra:
         info = server_info(
             stamp if isinstance(stamp, dict) else result.get("serverInfo"),
             bounded_instructions(core.server, core.limits, result.get("instructions")),
+            result,
+            core,
         )
         if mutual != self._version:
             self._use(mutual)
