@@ -545,7 +545,7 @@ def test_a_ping_while_nobody_calls_is_answered_by_the_reader_thread() -> None:
 
 def _token_taken(session: mcp_sync.Session) -> bool:
     """Whether some thread holds the stdio transport's read token (private: tests only)."""
-    rlock = session._core.transport._rlock  # type: ignore[union-attr]
+    rlock = session._core.transport._token.lock  # type: ignore[union-attr]
     if not rlock.acquire(False):
         return True
     rlock.release()

@@ -366,7 +366,7 @@ def test_an_endless_reply_without_an_id_in_its_head_ends_the_session_once_nobody
         caller.start()
         transport: Any = session._core.transport  # type: ignore[attr-defined]
         cap = time.monotonic() + 30
-        while transport._skipping is None and caller.is_alive():
+        while transport._lines.skipping is None and caller.is_alive():
             assert time.monotonic() < cap, "the line was never skipped"
             time.sleep(0.01)
         # A call made while the line streams cannot be what it answers.

@@ -605,7 +605,7 @@ def test_replies_nobody_leads_for_reach_the_reader_thread_after_the_lease(era: s
         done, pending = cf.wait(calls, timeout=10)
         assert not pending and all(not call.exception() for call in done)
         deadline = time.monotonic() + 10
-        while transport._leased or not transport._armed:  # the lease ran out: stdout is armed again
+        while transport._token.leased or not transport._token.armed:  # the lease ran out: stdout is armed again
             assert time.monotonic() < deadline, "stdout was never handed back to the reader thread"
             time.sleep(0.01)
 

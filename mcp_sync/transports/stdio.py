@@ -49,7 +49,6 @@ import select
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..protocol.errors import ConnectionClosed, SpawnFailed
 from ..protocol.limits import Limits, reply_not_queued, seconds
@@ -196,31 +195,6 @@ class StdioTransport:
         """Bytes sent that the server has not read yet, if the platform tells
         (era negotiation starts its clock once the server has read the probe)."""
         return self._stdin.unread()
-
-    # The read token's and the line's parts, by the names tests look at.
-    @property
-    def _rlock(self) -> Any:
-        return self._token.lock
-
-    @property
-    def _leased(self) -> bool:
-        return self._token.leased
-
-    @property
-    def _armed(self) -> bool:
-        return self._token.armed
-
-    @property
-    def _skipping(self) -> Any:
-        return self._lines.skipping
-
-    @property
-    def _modify(self) -> Callable[[int, int], None]:
-        return self._token.modify
-
-    @_modify.setter
-    def _modify(self, modify: Callable[[int, int], None]) -> None:
-        self._token.modify = modify
 
     @property
     def returncode(self) -> int | None:
