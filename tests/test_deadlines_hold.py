@@ -534,7 +534,7 @@ def test_an_interrupt_as_stdout_is_handed_back_strands_no_waiting_caller() -> No
     # must still get its reply, not wait out its deadline.
     with connect_fake() as session:
         transport: Any = session._core.transport
-        real_modify, real_read_until = transport._modify, transport._read_until
+        real_modify, real_read_until = transport._token.modify, transport._read_until
         leading = threading.Event()
         waiting_then: list[int] = []
 
@@ -558,14 +558,14 @@ def test_an_interrupt_as_stdout_is_handed_back_strands_no_waiting_caller() -> No
             except mcp_sync.McpError as exc:
                 outcome.append(exc)
 
-        transport._read_until, transport._modify = read_until, modify
+        transport._read_until, transport._token.modify = read_until, modify
         thread = threading.Thread(target=other)
         thread.start()
         try:
             with pytest.raises(KeyboardInterrupt):
                 session.call_tool("sleep", {"ms": 2000})  # (time for the other call to be sent)
         finally:
-            transport._read_until, transport._modify = real_read_until, real_modify
+            transport._read_until, transport._token.modify = real_read_until, real_modify
         with timed(15):  # its reply comes 3 s after it was sent; its deadline is 30 s away
             thread.join(20)
         assert waiting_then == [1]  # the other call was waiting when the interrupt came

@@ -21,6 +21,7 @@ from . import health as _health
 from . import refresh as _refresh
 from . import server_logs as _serverlog
 from . import submit as _submit
+from .call_plan import session_call
 from .core import _Core, _not_in_catalog
 from .listing import WHOLE_LIST
 
@@ -240,13 +241,9 @@ class Session:
                 core, name, arguments, timeout_ms, traceparent, on_progress, progress_extends_deadline,
                 max_timeout_ms, task, meta,
             )  # fmt: skip
-        if on_progress is None and not progress_extends_deadline and max_timeout_ms is None and task is None:
-            # The plain call (the options' defaults), without passing them on.
-            return core.call_tool(name, arguments, timeout_ms, traceparent, meta)
-        return core.call_tool(
-            name, arguments, timeout_ms, traceparent, on_progress=on_progress,
-            progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
-            task=task, meta=meta,
+        return session_call(
+            core, core.inbound.progress, name, arguments, timeout_ms, traceparent, meta,
+            on_progress, progress_extends_deadline, max_timeout_ms, task,
         )  # fmt: skip
 
     def submit_tool(
@@ -576,10 +573,9 @@ def _logged_call(  # noqa: PLR0917
     # over on every call, logged or not.)
     return _log.logged_call(
         core.server,
-        lambda: core.call_tool(
-            name, arguments, timeout_ms, traceparent, on_progress=on_progress,
-            progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
-            task=task, meta=meta,
+        lambda: session_call(
+            core, core.inbound.progress, name, arguments, timeout_ms, traceparent, meta,
+            on_progress, progress_extends_deadline, max_timeout_ms, task,
         ),
         name,
         timeout_ms,

@@ -10,8 +10,10 @@ handlers and send the request again with the answers and the server's
 result. The era supplies the pieces (framing, result kinds, task following);
 the driver only sequences them, like the official SDK's input-required loop.
 
-:func:`call_tool` adds what only ``tools/call`` has: a progress route (the
-caller's callbacks, a deadline progress may move) and the choice of a task.
+:func:`session_call` adds what only ``tools/call`` has: its checks before
+anything is sent, the choice of a task, and for a call that is followed
+(:func:`followed_call`) a progress route (the caller's callbacks, a deadline
+progress may move).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _log
-from ..protocol.catalog import CallToolResult, Snapshot, Tool, parse_call_result
+from ..protocol.catalog import CallToolResult, Snapshot, parse_call_result
 from ..protocol.errors import InputRequired, InvalidResponse, ProtocolError, ToolNotFound
 from ..protocol.frames import check_arguments
 from ..protocol.limits import request_budget, seconds
@@ -37,8 +39,8 @@ __all__ = [
     "CallingCore",
     "answer_all",
     "ask",
-    "call_tool",
     "drive",
+    "followed_call",
     "input_requests",
     "not_in_catalog",
     "plain_call",
@@ -48,27 +50,37 @@ __all__ = [
 _KNOWN_INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
 
 
-def drive(
+def drive(  # noqa: PLR0917
     core: EraCore,
     method: str,
     params: Mapping[str, Any],
     deadline: float,
     describe: Callable[[], str],
-    *,
     route: ProgressRoute | None = None,
     name: str = "",
 ) -> Any:
     """``method`` with ``params`` to its final result, within ``deadline``
     (the route's, which progress may move, when there is one). With a
     ``route`` the request is followed as it comes and may become a task of
-    tool ``name``: ``route`` is given exactly for a call that may."""
+    tool ``name``: ``route`` is given exactly for a call that may. (``route``
+    and ``name`` are not keyword-only: a keyword-only default costs a dict
+    lookup on every request, and most requests leave both out.)"""
     era = core.era
-    tasks = route is not None and name != ""
-    result = era.request(
-        core, method, params, deadline if route is None else route.deadline, describe, watch=route, tasks=tasks
-    )
+    if route is None:
+        if era.plain_requests:
+            # The era adds nothing to a request nor to its result (plain
+            # JSON-RPC, no input rounds): the core sends it as it is.
+            left = deadline - time.monotonic()
+            sent = params if type(params) is dict else dict(params)
+            return core.request(method, sent, left if left > 0.0 else 0.0, describe)
+        result = era.request(core, method, params, deadline, describe)
+        if not era.input_rounds:
+            return result  # an era without input rounds: one request, one result
+        return rounds(core, method, params, deadline, describe, result)
+    tasks = name != ""
+    result = era.request(core, method, params, route.deadline, describe, watch=route, tasks=tasks)
     if not tasks and not era.input_rounds:
-        return result  # an era without input rounds: one request, one result
+        return result
     return rounds(core, method, params, deadline, describe, result, route=route, name=name)
 
 
@@ -175,8 +187,10 @@ def session_call(  # noqa: PLR0917
 ) -> CallToolResult:
     """``Session.call_tool``: everything refused before a byte is sent (an
     ended session, a tool not in the catalog, bad arguments, ``_meta`` or
-    ``traceparent``, a task the era or tool refuses), then :func:`call_tool`,
-    then the structured output's check when the session validates it."""
+    ``traceparent``, a task the era or tool refuses), then the call (plain,
+    or followed: :func:`followed_call`), then the structured output's check
+    when the session validates it. ``routes``: the session's progress tokens
+    (``core.inbound.progress``)."""
     terminal = core.terminal
     if terminal is not None:
         raise terminal._copy()
@@ -199,11 +213,13 @@ def session_call(  # noqa: PLR0917
     as_task = core.era.use_task(core, tool, task)
     checked = core.validate_output and tool.output_schema is not None
     started = time.monotonic() if checked else 0.0
-    outcome = call_tool(
-        core, tool, args, timeout_ms, option,
-        routes=routes, meta=sent, on_progress=on_progress, extends=extends,
-        max_timeout_ms=max_timeout_ms, as_task=as_task,
-    )  # fmt: skip
+    if on_progress is None and not as_task:
+        # Nothing to follow: no progress route, no task.
+        outcome = plain_call(core, name, args, timeout_ms, option, sent)
+    else:
+        outcome = followed_call(
+            core, routes, name, args, timeout_ms, option, sent, on_progress, extends, max_timeout_ms, as_task
+        )
     if checked:
         # The check runs within the call's deadline (the longest it may
         # have been extended to, when progress extends it).
@@ -212,29 +228,25 @@ def session_call(  # noqa: PLR0917
     return outcome
 
 
-def call_tool(
+def followed_call(  # noqa: PLR0917
     core: EraCore,
-    tool: Tool,
+    routes: ProgressRoutes,
+    name: str,
     arguments: Any,
     timeout_ms: int,
     option: str,
-    *,
-    routes: ProgressRoutes,
     meta: dict[str, Any],
-    on_progress: ProgressCallback | None = None,
-    extends: bool = False,
-    max_timeout_ms: int | None = None,
-    as_task: bool = False,
+    on_progress: ProgressCallback | None,
+    extends: bool,
+    max_timeout_ms: int | None,
+    as_task: bool,
 ) -> CallToolResult:
-    """``tools/call`` in either era: plain, with its progress followed as it
-    comes (and its deadline moved by it when asked), or as a task. ``routes``:
-    the session's progress tokens (``core.inbound.progress``); ``as_task``:
-    what the era's ``use_task`` decided for this call (the caller asks it
-    once)."""
-    name = tool.name
+    """``tools/call`` of tool ``name`` in either era, with its progress
+    followed as it comes (and its deadline moved by it when asked), or as a
+    task: what :func:`plain_call` is not. ``as_task``: what the era's
+    ``use_task`` decided for this call (the caller asks it once).
+    ``arguments`` and ``meta`` have been checked."""
     era = core.era
-    if on_progress is None and not as_task:
-        return plain_call(core, name, arguments, timeout_ms, option, meta)
     params: dict[str, Any] = {"name": name, "arguments": arguments}
     route, hard_ms = open_route(routes, on_progress, timeout_ms, extends, max_timeout_ms)
     extended = f", extended by progress up to {hard_ms} ms" if extends and hard_ms > timeout_ms else ""
@@ -249,13 +261,7 @@ def call_tool(
             params["_meta"] = meta
         if as_task:
             params = era.task_params(params, route)
-        # Followed (watched) only with a token, or as a task: without either
-        # no progress can come, and the route just holds the deadline.
-        result = drive(
-            core, "tools/call", params, route.deadline, describe,
-            route=route if on_progress is not None or as_task else None,
-            name=name if as_task else "",
-        )  # fmt: skip
+        result = drive(core, "tools/call", params, route.deadline, describe, route, name if as_task else "")
         return parse_call_result(result, name, any_structured=era.any_structured)
     finally:
         routes.close(route)

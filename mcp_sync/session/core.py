@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _log
 from ..protocol.catalog import (
-    CallToolResult,
     PageWalk,
     Snapshot,
     Tool,
@@ -38,14 +37,13 @@ from ..protocol.limits import Limits
 from ..protocol.redaction import DiagnosticEvent, Diagnostics, MessageHook, Redacted
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
 from ..transports.contract import NOTIFICATION, REQUEST, Outbound, Transport
-from .call_plan import ask, not_in_catalog, session_call
+from .call_plan import ask, not_in_catalog
 from .eras.handshake import LegacyEra
 from .eras.handshake import initialize_params as _initialize_params
 from .listing import catalog_tools
 from .listing import walk as walk_pages
 from .message_tap import MessageTap, run_observer
 from .pending import Entry, Watch, _Pending, _Watched
-from .progress import ProgressCallback
 from .replies import remote_failure, reply_parts, server_message, stray_error
 
 if TYPE_CHECKING:
@@ -582,26 +580,6 @@ class _Core:
         return self.inbound.requests.answer_input_request(method, params, deadline)
 
     # ----------------------------------------------------------- calling
-
-    def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None,
-        timeout_ms: int | None,
-        traceparent: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        *,
-        on_progress: ProgressCallback | None = None,
-        progress_extends_deadline: bool = False,
-        max_timeout_ms: int | None = None,
-        task: bool | None = None,
-    ) -> CallToolResult:
-        """``tools/call`` for ``Session.call_tool``: checked, sent the era's
-        way and followed to its result (``session.call_plan.session_call``)."""
-        return session_call(
-            self, self.inbound.progress, name, arguments, timeout_ms, traceparent, meta,
-            on_progress, progress_extends_deadline, max_timeout_ms, task,
-        )  # fmt: skip
 
     def close(self) -> None:
         # From inside an observer the teardown may be running in this very

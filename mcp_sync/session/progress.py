@@ -17,6 +17,7 @@ forever still meets a deadline.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import threading
@@ -126,7 +127,7 @@ class ProgressRoute:
         if self._extends and self.hard_deadline > self.deadline:
             # A transport reading on its own threads must keep reading past
             # the first deadline, up to the furthest progress may move it.
-            item = item._replace(hold=self.hard_deadline)
+            item = dataclasses.replace(item, hold=self.hard_deadline)
         leader = transport.leader
         sent = (
             transport.send(item, timeout)

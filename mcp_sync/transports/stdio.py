@@ -31,11 +31,12 @@ whose owner the interpreter records atomically with the acquisition, and each
 is taken inside the ``try`` whose ``finally`` gives it back if the thread owns
 it. That ``finally`` is itself a place an interrupt can land: stdin's lock is
 released by its first call, and the read token's give-back (a method, so a
-check at its start and one after the ownership test) is tried once more in a
-``finally`` of its own. So one Ctrl-C never leaves the read token or stdin
-held; it would take a second landing within the same few bytecodes. Nor
-does it leave stdout unread: one that lands inside the give-back, as stdout
-is handed back to the reader thread, is undone by the same ``finally``.
+check at its start and one after the ownership test) is tried once more by
+a handler of its own when it raises. So one Ctrl-C never leaves the read
+token or stdin held; it would take a second landing within the same few
+bytecodes. Nor does it leave stdout unread: one that lands inside the
+give-back, as stdout is handed back to the reader thread, is undone by the
+same handler.
 """
 
 from __future__ import annotations
@@ -198,15 +199,6 @@ class StdioTransport:
         (era negotiation starts its clock once the server has read the probe)."""
         return self._stdin.unread()
 
-    # The read token's modify, by the name tests replace it under.
-    @property
-    def _modify(self) -> Callable[[int, int], None]:
-        return self._token.modify
-
-    @_modify.setter
-    def _modify(self, modify: Callable[[int, int], None]) -> None:
-        self._token.modify = modify
-
     @property
     def returncode(self) -> int | None:
         """The server's exit status, once it has been reaped (the teardown log shows it)."""
@@ -286,7 +278,8 @@ class StdioTransport:
         woken) would otherwise wake the reader thread with the reply.
         """
         frame, request_id = item.frame, item.request_id
-        self._mark_late(item)
+        if self._lines.skipping is not None:
+            self._mark_late(item)
         owned = self._holding
         # A thread that already holds the token is a callback calling from
         # inside a dispatch: it never reads (nor gives back) for itself.
@@ -304,11 +297,12 @@ class StdioTransport:
                 try:
                     if owned():
                         self._give_read_side()
-                finally:
+                except BaseException:
                     if owned():  # interrupted before the give-back began
                         self._give_read_side()
                     elif self._token.stranded():
                         self._token.unstrand()  # interrupted inside it
+                    raise
         if not self._send(frame, request_id, timeout):
             return False
         self.lead(done, deadline)
@@ -330,11 +324,12 @@ class StdioTransport:
             try:
                 if owned():
                     self._give_read_side(linger)
-            finally:
+            except BaseException:
                 if owned():  # interrupted before the give-back began
                     self._give_read_side(linger)
                 elif self._token.stranded():
                     self._token.unstrand()  # interrupted inside it
+                raise
 
     def _take_read_side(self) -> bool:
         """Take the read token and disarm stdout in the reader's epoll, if
@@ -357,16 +352,18 @@ class StdioTransport:
         # stdout.
         lease = False
         try:
-            self._lines.interrupted()
+            lines = self._lines
+            if lines.reading:
+                lines.interrupted()
             # Once stdout has ended (or the session is ending) the reader
             # thread sees the end itself: nothing to arm, lease or wake.
-            live = self._lines.state is OPEN and not self._once.begun
+            live = lines.state is OPEN and not self._once.begun
             # A lone caller leases too: nobody else waits for a reply, and it
             # is usually back for its next call before the lease ends (then
             # it needs no epoll_ctl at all).
-            lease = live and (linger or not self._waiting()) and self._lines.chunk is None and not self._replies
+            lease = live and (linger or not self._waiting()) and lines.chunk is None and not self._replies
             timed = self._token.hand_back(lease)
-            if live and ((lease and not timed) or self._lines.chunk is not None or self._replies):
+            if live and ((lease and not timed) or lines.chunk is not None or self._replies):
                 # The reader thread starts timing the lease, or has a chunk
                 # or replies to finish even if nothing more arrives.
                 self._wake()

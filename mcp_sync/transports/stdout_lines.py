@@ -72,9 +72,9 @@ class StdoutLines:
         self.empty = False
 
     def interrupted(self) -> None:
-        """The token is handed back: if its holder was interrupted between
-        read(2) and keeping what it returned, the line being assembled may
-        have lost its middle."""
+        """The token is handed back with ``reading`` set: its holder was
+        interrupted between read(2) and keeping what it returned, and the
+        line being assembled may have lost its middle."""
         if self.reading:
             self.reading = False
             self._partial.clear()
@@ -86,38 +86,31 @@ class StdoutLines:
         """Read one chunk of stdout (holding the read token) and dispatch each
         complete line. False once stdout has ended or broken the frame limit.
         A reading caller that had to leave a reply for the reader thread
-        stops after that line."""
+        stops after that line. A chunk left half split (an interrupted
+        reader) is finished before stdout is read again."""
         if self.state is not OPEN:
             return False
         chunk = self.chunk
         if chunk is None:
-            chunk = self._next_chunk()
-            if chunk is None:
-                return self.state is OPEN
+            self.reading = True
+            try:
+                chunk = self.read(self.fd, READ_SIZE)
+            except BlockingIOError:
+                self.reading = False
+                self.empty = True
+                return True  # nothing there for now
+            except OSError:
+                chunk = b""
+            # One statement: no interrupt can come between keeping the chunk
+            # and clearing the flag.
+            self.chunk, self._pos, self.reading = chunk, 0, False
+            if not chunk:
+                self.chunk = None
+                self.state = EOF
+                return False
         if self._resync and not self._resynced(chunk):
             return True
         return self._split(chunk)
-
-    def _next_chunk(self) -> bytes | None:
-        """The next chunk of stdout, kept on the object; None when stdout is
-        empty for now (``empty``) or has ended (``state``)."""
-        self.reading = True
-        try:
-            chunk = self.read(self.fd, READ_SIZE)
-        except BlockingIOError:
-            self.reading = False
-            self.empty = True
-            return None
-        except OSError:
-            chunk = b""
-        # One statement: no interrupt can come between keeping the chunk
-        # and clearing the flag.
-        self.chunk, self._pos, self.reading = chunk, 0, False
-        if not chunk:
-            self.chunk = None
-            self.state = EOF
-            return None
-        return chunk
 
     def _resynced(self, chunk: bytes) -> bool:
         """After a lost chunk: up to the next newline stands either a whole

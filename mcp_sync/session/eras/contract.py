@@ -290,14 +290,15 @@ class Era(Protocol):
         """A request's params as this era sends them, and its own headers
         (``None``: none), without sending it (a submitted call, ._submit)."""
 
-    def request(
+    def request(  # noqa: PLR0917
         self,
         core: EraCore,
         method: str,
         params: Mapping[str, Any],
         deadline: float,
         describe: Callable[[], str],
-        *,
+        # Not keyword-only (callers name them): a keyword-only default costs
+        # a dict lookup on every request, and a plain one leaves all three out.
         cancellable: bool = True,
         watch: Watch | None = None,
         tasks: bool = False,

@@ -153,14 +153,15 @@ class LegacyEra:
         """Plain JSON-RPC: the params as they are, no headers of its own."""
         return (params if type(params) is dict else dict(params)), None
 
-    def request(
+    def request(  # noqa: PLR0917
         self,
         core: EraCore,
         method: str,
         params: Mapping[str, Any],
         deadline: float,
         describe: Callable[[], str],
-        *,
+        # Not keyword-only (callers name them): a keyword-only default costs
+        # a dict lookup on every request, and a plain one leaves all three out.
         cancellable: bool = True,
         watch: Watch | None = None,
         tasks: bool = False,

@@ -322,14 +322,15 @@ class ModernEra:
         meta = protocol if extra is None else {**extra, **protocol}
         return {**params, "_meta": meta}, headers
 
-    def request(
+    def request(  # noqa: PLR0917
         self,
         core: EraCore,
         method: str,
         params: Mapping[str, Any],
         deadline: float,
         describe: Callable[[], str],
-        *,
+        # Not keyword-only (callers name them): a keyword-only default costs
+        # a dict lookup on every request, and a plain one leaves all three out.
         cancellable: bool = True,
         watch: Watch | None = None,
         tasks: bool = False,
