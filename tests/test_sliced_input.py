@@ -396,3 +396,33 @@ def test_an_over_long_reply_still_fails_only_its_call_while_its_owner_waits() ->
             session.call_tool("huge_reply", {"bytes": 8 * MIB}, timeout_ms=30_000)
         assert not session.closed
         assert session.call_tool("echo", {"message": "on"}).content[0]["text"] == "on"
+
+
+@pytest.mark.hostile
+def test_a_flood_of_small_lines_starves_no_thread_and_no_waiting_caller(tmp_path: Any) -> None:
+    """A server writing log lines faster than they are parsed (64 KiB chunks back to
+    back): each read after a long chunk lets go of the GIL, so a caller whose
+    500 ms budget ran out gets its Timeout on time and a heartbeat keeps ticking
+    (with every read keeping the GIL, callers came back 1-11 s late)."""
+    from pathlib import Path
+
+    from mcp_sync.config import ConnectOptions
+
+    hostile = Path(__file__).with_name("hostile_stdio.py")
+    for round_ in range(3):
+        pidfile = tmp_path / f"pid{round_}"
+        options = ConnectOptions(
+            server="h",
+            command=sys.executable,
+            args=[str(hostile), "floods", "handshake", str(pidfile)],
+            handshake_timeout_ms=30_000,
+        )
+        with starvation() as worst, mcp_sync.Servers(options) as servers:
+            start = time.monotonic()
+            with pytest.raises(mcp_sync.McpError) as caught:
+                servers.session("h", timeout_ms=500)
+            took = time.monotonic() - start
+        assert caught.value.kind == "timeout"
+        assert took < 0.5 + LATE, f"round {round_}: back {took:.2f} s after the call (budget 0.5 s)"
+        assert worst[0] < GAP, f"round {round_}: a thread was starved for {worst[0]:.2f} s"
+        wait_gone(int(pidfile.read_text()))

@@ -15,6 +15,7 @@ chunk instead of losing it, or the framing with it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from ..protocol.errors import ProtocolError
@@ -27,6 +28,8 @@ from .fdio import Read
 __all__ = ["EOF", "OPEN", "READ_SIZE", "TOO_LONG", "StdoutLines"]
 
 READ_SIZE = 65536
+# A chunk longer than this says the server writes faster than it is read.
+BACKLOG = READ_SIZE // 2
 # stdout's state, changed only by the holder of the read token.
 OPEN, EOF, TOO_LONG = "open", "eof", "too long"
 
@@ -70,6 +73,8 @@ class StdoutLines:
         self._resync = False
         # Set when a read found stdout empty (a leader reading ahead).
         self.empty = False
+        # Set when the last read came back over BACKLOG: more is waiting.
+        self._backlog = False
 
     def interrupted(self) -> None:
         """The token is handed back with ``reading`` set: its holder was
@@ -93,8 +98,12 @@ class StdoutLines:
         chunk = self.chunk
         if chunk is None:
             self.reading = True
+            # A read after a chunk of over half the buffer meets a backlog (a
+            # flood, a big reply): it lets go of the GIL, so a server writing
+            # faster than we parse cannot keep the host's other threads from it.
+            read = os.read if self._backlog else self.read
             try:
-                chunk = self.read(self.fd, READ_SIZE)
+                chunk = read(self.fd, READ_SIZE)
             except BlockingIOError:
                 self.reading = False
                 self.empty = True
@@ -104,6 +113,7 @@ class StdoutLines:
             # One statement: no interrupt can come between keeping the chunk
             # and clearing the flag.
             self.chunk, self._pos, self.reading = chunk, 0, False
+            self._backlog = len(chunk) > BACKLOG
             if not chunk:
                 self.chunk = None
                 self.state = EOF
