@@ -35,7 +35,10 @@ __all__ = [
     "Tier",
     "capabilities_for",
     "check_flow_name",
+    "check_label",
+    "escape_label",
     "pattern_covers",
+    "unescape_label",
 ]
 
 
@@ -143,6 +146,70 @@ def check_flow_name(name: object, *, what: str = "flow name") -> str:
                 f"{what} {name!a} contains the forbidden character U+{ord(bad):04X}"
             )
     return name
+
+
+# A session's label is one segment of its flows' names (``mcp/<label>/<tool>``).
+# It may hold any printable character, "/" and "%" included, so inside a flow
+# name "%" is written "%25" and "/" is written "%2F" (percent-encoding, as in
+# a URL path), and a label that is exactly "." or ".." is written "%2E" or
+# "%2E%2E". Nothing else changes: "@scope/name" becomes "@scope%2Fname".
+_LABEL_ESCAPES = {"%": "%25", "/": "%2F"}
+_LABEL_UNESCAPES = {"%25": "%", "%2F": "/"}
+_LABEL_ESCAPED = re.compile(r"%(?:25|2F)?")
+
+
+def check_label(label: object, *, what: str = "server") -> str:
+    """``label`` if it can name a session, else :class:`ProjectionError`.
+
+    A non-empty string of printable characters: any character but the ones a
+    tool name may not contain (controls, format characters, U+2028/U+2029,
+    lone surrogates). ``/``, ``@``, ``%``, spaces and ``.`` are all fine.
+    """
+    if not isinstance(label, str):
+        raise ProjectionError(f"{what} must be a string, got {type(label).__name__}")
+    if not label:
+        raise ProjectionError(f"{what} must not be empty")
+    bad = _forbidden_char(label, allow_slash=True)
+    if bad is not None:
+        raise ProjectionError(f"{what} {label!a} contains the forbidden character U+{ord(bad):04X}")
+    return label
+
+
+def escape_label(label: str) -> str:
+    """The segment that stands for session label ``label`` in a flow name.
+
+    ``%`` becomes ``%25`` and ``/`` becomes ``%2F``; a label that is exactly
+    ``.`` or ``..`` becomes ``%2E`` or ``%2E%2E``. Every other character stays
+    as it is, so ``escape_label("@playwright/mcp") == "@playwright%2Fmcp"``
+    and the default flow name of its ``browser_click`` tool is
+    ``mcp/@playwright%2Fmcp/browser_click``. :func:`unescape_label` undoes it.
+    """
+    if label in (".", ".."):
+        return "%2E" * len(label)
+    if "%" not in label and "/" not in label:
+        return label
+    return "".join(_LABEL_ESCAPES.get(ch, ch) for ch in label)
+
+
+def unescape_label(segment: str) -> str:
+    """The session label that :func:`escape_label` wrote as ``segment``.
+
+    Raises :class:`ProjectionError` for a segment that function never writes
+    (a ``/``, a ``%`` not followed by ``25``, ``2F`` or ``2E``, or ``%2E``
+    anywhere but in ``%2E`` and ``%2E%2E``).
+    """
+    if segment in ("%2E", "%2E%2E"):
+        return "." * (len(segment) // 3)
+    if "/" in segment or "%2E" in segment:
+        raise ProjectionError(f"{segment!a} is not an escaped label")
+
+    def one(found: re.Match[str]) -> str:
+        text = found.group()
+        if text == "%":
+            raise ProjectionError(f"{segment!a} is not an escaped label")
+        return _LABEL_UNESCAPES[text]
+
+    return _LABEL_ESCAPED.sub(one, segment)
 
 
 # --------------------------------------------------------------------------

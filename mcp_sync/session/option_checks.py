@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ..protocol.errors import InvalidOption
-from ..protocol.flow_declarations import ProjectionError, check_flow_name
+from ..protocol.flow_declarations import ProjectionError, check_label
 from ..protocol.limits import LIMIT_NAMES, MAX_SAFE_INTEGER, Limits
 from ..protocol.secret import Text
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
@@ -174,10 +174,10 @@ def _common_ok(fields: Mapping[str, Any], keys: frozenset[str]) -> bool:
 
 
 def _server_ok(server: object) -> bool:
-    if type(server) is not str or not server or "/" in server or server in (".", ".."):
+    if type(server) is not str or not server:
         return False
     try:
-        check_flow_name(server, what="server")
+        check_label(server)
     except ProjectionError:
         return False
     return True
