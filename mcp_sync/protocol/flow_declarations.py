@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import enum
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
+from .catalog import forbidden_char
 from .errors import InvalidInput
 
 __all__ = [
@@ -102,29 +102,6 @@ class DeclarationError(InvalidInput):
 # --------------------------------------------------------------------------
 # Names
 
-_ASCII_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _forbidden_char(text: str, *, allow_slash: bool) -> str | None:
-    # The tool-name rule of the catalog: no Cc, no Cf, no U+2028/U+2029, no
-    # lone surrogate. A name reaches a model and an approval screen, where
-    # an invisible or reordering character lets one name pass for another.
-    if text.isascii():
-        found = _ASCII_FORBIDDEN.search(text)
-        if found:
-            return found.group()
-        return None if allow_slash or "/" not in text else "/"
-    for ch in text:
-        if (
-            (ch == "/" and not allow_slash)
-            or ch in "\u2028\u2029"
-            or "\ud800" <= ch <= "\udfff"
-            or unicodedata.category(ch) in ("Cc", "Cf")
-        ):
-            return ch
-    return None
-
-
 def check_flow_name(name: object, *, what: str = "flow name") -> str:
     """``name`` if it is a usable flow name (or prefix), else :class:`ProjectionError`.
 
@@ -140,7 +117,7 @@ def check_flow_name(name: object, *, what: str = "flow name") -> str:
             raise ProjectionError(f"{what} {name!a} has an empty segment")
         if segment in (".", ".."):
             raise ProjectionError(f"{what} {name!a} has a {segment!r} segment")
-        bad = _forbidden_char(segment, allow_slash=False)
+        bad = forbidden_char(segment, allow_slash=False)
         if bad is not None:
             raise ProjectionError(
                 f"{what} {name!a} contains the forbidden character U+{ord(bad):04X}"
@@ -169,7 +146,7 @@ def check_label(label: object, *, what: str = "server") -> str:
         raise ProjectionError(f"{what} must be a string, got {type(label).__name__}")
     if not label:
         raise ProjectionError(f"{what} must not be empty")
-    bad = _forbidden_char(label, allow_slash=True)
+    bad = forbidden_char(label, allow_slash=True)
     if bad is not None:
         raise ProjectionError(f"{what} {label!a} contains the forbidden character U+{ord(bad):04X}")
     return label
@@ -333,7 +310,7 @@ def _check_pattern(pattern: object, where: str) -> str:
         raise DeclarationError(f"{where}: a resource pattern must be a non-empty string")
     if len(pattern) > _MAX_PATTERN:
         raise DeclarationError(f"{where}: a resource pattern is longer than {_MAX_PATTERN} characters")
-    bad = _forbidden_char(pattern, allow_slash=True)
+    bad = forbidden_char(pattern, allow_slash=True)
     if bad is not None or any(ch.isspace() for ch in pattern):
         raise DeclarationError(f"{where}: resource pattern {pattern!a} contains a forbidden character")
     return pattern
