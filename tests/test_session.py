@@ -6,7 +6,9 @@ import atexit
 import gc
 import json
 import os
+import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +32,8 @@ import mcp_sync
 from mcp_sync.session import core as _session
 from mcp_sync.testing import server_command
 from mcp_sync.transports.contract import REQUEST, Outbound
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_handshake_snapshot_and_calls(tmp_path: Path) -> None:
@@ -643,6 +647,37 @@ def test_the_server_starts_before_the_session_is_built(monkeypatch: pytest.Monke
     with connect_fake() as session:
         assert session.tools
     assert order == ["spawn", "core"]
+
+
+def test_a_first_stdio_connect_imports_little_before_the_spawn() -> None:
+    # What a first connect imports before the server starts is on its
+    # critical path; the rest is built while the server starts.
+    code = textwrap.dedent("""
+        import sys
+        import mcp_sync
+        from mcp_sync.transports import process
+
+        seen = []
+        real = process.ServerProcess.__init__
+
+        def spawn(child, *args):
+            seen.extend(sorted(sys.modules))
+            real(child, *args)
+
+        process.ServerProcess.__init__ = spawn
+        with mcp_sync.connect(server="s", command=sys.executable, args=["-m", "mcp_sync.testing"]) as session:
+            assert session.tools
+        late = ["hmac", "pydantic", "orjson", "ctypes", "mcp_sync.session.inbound",
+                "mcp_sync.session.handlers", "mcp_sync.transports.stdio",
+                "mcp_sync.transports.header_rules", "mcp_sync.protocol.flow_declarations"]
+        print([name for name in late if name in seen])
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_failure_between_spawn_and_transport_leaves_no_server(monkeypatch: pytest.MonkeyPatch) -> None:
