@@ -42,7 +42,10 @@ from .protocol.flow_declarations import (
     Tier,
     capabilities_for,
     check_flow_name,
+    check_label,
+    escape_label,
     pattern_covers,
+    unescape_label,
 )
 from .protocol.text import for_model
 
@@ -82,11 +85,14 @@ __all__ = [
     "capabilities_for",
     "catalog",
     "check_flow_name",
+    "check_label",
     "connect_and_project",
     "describe_tool",
+    "escape_label",
     "function",
     "pattern_covers",
     "project",
+    "unescape_label",
 ]
 
 
@@ -531,14 +537,15 @@ def project(
     """One flow per tool of ``session``, in the server's order.
 
     Flow names are ``<name_prefix>/<tool>``; the prefix defaults to
-    ``mcp/<server>``. ``include`` keeps only the named tools (``None`` or
+    ``mcp/<server>``, the server's label escaped by :func:`escape_label`
+    (``@scope/name`` is ``mcp/@scope%2Fname``). ``include`` keeps only the named tools (``None`` or
     empty keeps all), then ``exclude`` drops tools. An empty prefix or an
     ``include`` name the catalog lacks raises :class:`ProjectionError`; an
     ``exclude`` name the catalog lacks is ignored.
     """
     server = session.server
     if name_prefix is None:
-        prefix = check_flow_name(f"mcp/{server}", what="the default name prefix")
+        prefix = check_flow_name(f"mcp/{escape_label(server)}", what="the default name prefix")
     else:
         prefix = check_flow_name(name_prefix, what="name_prefix")
     tools = session.tools
@@ -671,7 +678,7 @@ def connect_and_project(
     if prefix is not None:
         check_flow_name(prefix, what="name_prefix")
     elif isinstance(server, str) and server:
-        check_flow_name(f"mcp/{server}", what="the default name prefix")
+        check_flow_name(f"mcp/{escape_label(server)}", what="the default name prefix")
     kept, left_out = _names(wanted, "include"), _names(dropped, "exclude")
     session = connect(
         options, server=server, command=command, args=args, url=url, transport=transport,

@@ -14,7 +14,8 @@ Only plain dicts and JSON cross this module; no provider SDK is imported.
 
 Names follow the strictest of the four rules, so one name works everywhere:
 ``^[A-Za-z_][A-Za-z0-9_-]{0,63}$``. A flow ``mcp/<server>/<tool>`` becomes
-``mcp__<server>__<tool>``, with every other character replaced by ``_``;
+``mcp__<server>__<tool>``, with the escapes of a label (``%2F``, ``%25``)
+and every other character replaced by ``_``;
 where that loses information and two names meet, or a name is too long,
 each affected name ends in ``_`` and the first hex digits of a SHA-256 of
 its flow name, so it is the same in every run.
@@ -125,7 +126,9 @@ class MalformedToolCall(InvalidInput):
 
 
 def _base_name(flow_name: str) -> str:
-    joined = flow_name.replace("/", "__")
+    # A label's escaped "/" or "%" (flows.escape_label) is one character of
+    # the label: "mcp/@scope%2Fname/t" becomes "mcp___scope_name__t".
+    joined = flow_name.replace("%2F", "_").replace("%25", "_").replace("/", "__")
     if not joined.isascii():
         # é -> e, and anything still outside the set becomes "_".
         decomposed = unicodedata.normalize("NFKD", joined)

@@ -235,9 +235,8 @@ def test_the_bundled_example_parses() -> None:
     [
         ({"command": "x", "args": []}, "server", "is required"),
         ({**STDIO, "server": ""}, "server", "must not be empty"),
-        ({**STDIO, "server": "a/b"}, "server", "must not contain '/'"),
         ({**STDIO, "server": "a\u202eb"}, "server", "must not contain control or format"),
-        ({**STDIO, "server": ".."}, "server", "must not be '.' or '..'"),
+        ({**STDIO, "server": "a\nb"}, "server", "must not contain control or format"),
         ({**STDIO, "command": ""}, "command", "must not be empty"),
         ({**STDIO, "command": 5}, "command", "must be a string"),
         ({"server": "s", "command": "x"}, "args", "is required"),

@@ -43,7 +43,7 @@ def test_a_bad_projection_spawns_nothing(
 def test_a_bad_default_prefix_spawns_nothing(tmp_path: Path) -> None:
     marker = tmp_path / "spawned"
     with pytest.raises(flows.ProjectionError, match="the default name prefix"):
-        flows.connect_and_project(**_fake(marker, server=".."))
+        flows.connect_and_project(**_fake(marker, server="a\x1bb"))
     assert not marker.exists()
 
 

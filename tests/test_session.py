@@ -6,12 +6,15 @@ import atexit
 import gc
 import json
 import os
+import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import (
@@ -29,6 +32,8 @@ import mcp_sync
 from mcp_sync.session import core as _session
 from mcp_sync.testing import server_command
 from mcp_sync.transports.contract import REQUEST, Outbound
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_handshake_snapshot_and_calls(tmp_path: Path) -> None:
@@ -620,6 +625,85 @@ def test_a_failure_after_spawn_leaves_no_server(monkeypatch: pytest.MonkeyPatch)
         time.sleep(0.01)
 
 
+def test_the_server_starts_before_the_session_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A server takes tens of ms to seconds to start: the core, the transport
+    # and a first connect's imports are built while it does, not before.
+    from mcp_sync.session import connect as _connect
+    from mcp_sync.transports import process as _process
+
+    order: list[str] = []
+    real_spawn, real_core = _process.ServerProcess.__init__, _connect._core
+
+    def spawn(child: Any, *args: Any) -> None:
+        order.append("spawn")
+        real_spawn(child, *args)
+
+    def core(settings: Any) -> Any:
+        order.append("core")
+        return real_core(settings)
+
+    monkeypatch.setattr(_process.ServerProcess, "__init__", spawn)
+    monkeypatch.setattr(_connect, "_core", core)
+    with connect_fake() as session:
+        assert session.tools
+    assert order == ["spawn", "core"]
+
+
+def test_a_first_stdio_connect_imports_little_before_the_spawn() -> None:
+    # What a first connect imports before the server starts is on its
+    # critical path; the rest is built while the server starts.
+    code = textwrap.dedent("""
+        import sys
+        import mcp_sync
+        from mcp_sync.transports import process
+
+        seen = []
+        real = process.ServerProcess.__init__
+
+        def spawn(child, *args):
+            seen.extend(sorted(sys.modules))
+            real(child, *args)
+
+        process.ServerProcess.__init__ = spawn
+        with mcp_sync.connect(server="s", command=sys.executable, args=["-m", "mcp_sync.testing"]) as session:
+            assert session.tools
+        late = ["hmac", "pydantic", "orjson", "ctypes", "mcp_sync.session.inbound",
+                "mcp_sync.session.handlers", "mcp_sync.transports.stdio",
+                "mcp_sync.transports.header_rules", "mcp_sync.protocol.flow_declarations"]
+        print([name for name in late if name in seen])
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_failure_between_spawn_and_transport_leaves_no_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_sync.session import connect as _connect
+    from mcp_sync.transports import process as _process
+
+    pids: list[int] = []
+    real_spawn = _process.ServerProcess.__init__
+
+    def spawn(child: Any, *args: Any) -> None:
+        real_spawn(child, *args)
+        pids.append(child.pid)
+
+    def core(settings: Any) -> Any:
+        raise RuntimeError("no core")
+
+    monkeypatch.setattr(_process.ServerProcess, "__init__", spawn)
+    monkeypatch.setattr(_connect, "_core", core)
+    with timed(5.0), pytest.raises(RuntimeError, match="no core"):
+        connect_fake()
+    monkeypatch.undo()
+    assert len(pids) == 1
+    wait_gone(pids[0])
+    assert not _process._live.procs
+
+
 def test_a_completion_lost_half_way_still_ends_in_a_timeout() -> None:
     # The main thread, reading for everyone, is interrupted (KeyboardInterrupt)
     # after taking another caller's entry off the table but before completing
@@ -654,6 +738,7 @@ def test_an_interrupted_reader_loses_one_line_at_most() -> None:
     # everyone. The rest of what it had read is still dispatched (by the
     # reader thread), though nothing more ever arrives on stdout.
     from mcp_sync.transports import stdio as _stdio
+    from mcp_sync.transports.process import ServerProcess
 
     received: list[bytes] = []
     interrupted = False
@@ -686,10 +771,8 @@ def test_an_interrupted_reader_loses_one_line_at_most() -> None:
         "import sys, time; sys.stdin.readline(); "
         "sys.stdout.write('first\\nsecond\\nthird\\n'); sys.stdout.flush(); time.sleep(60)"
     )
-    transport = _stdio.StdioTransport(
-        Sink(), server="lines", command=sys.executable, args=["-c", script], cwd=None,
-        env=dict(os.environ), limits=mcp_sync.Limits.create(),
-    )
+    child = ServerProcess("lines", sys.executable, ["-c", script], None, dict(os.environ))
+    transport = _stdio.StdioTransport(Sink(), server="lines", child=child, limits=mcp_sync.Limits.create())
     try:
         with pytest.raises(KeyboardInterrupt):
             # Takes the read token before writing, so this thread reads the lines.

@@ -30,6 +30,7 @@ __all__ = [
     "bounded_instructions",
     "check_tool_name",
     "entry_extras",
+    "forbidden_char",
     "freeze",
     "parse_call_result",
     "parse_icons",
@@ -42,16 +43,21 @@ __all__ = [
 # format character (zero-width marks, bidi overrides and isolates, soft hyphen,
 # BOM, tags...), U+2028/U+2029 or a lone surrogate. ASCII names, the common
 # case, are checked by one regex; others character by character.
+# The same rule, without "/", holds for a session's label and for each
+# segment of a flow name or pattern (protocol.flow_declarations).
 _ASCII_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f/]")
+_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def _forbidden_char(name: str) -> str | None:
-    if name.isascii():
-        found = _ASCII_FORBIDDEN.search(name)
+def forbidden_char(text: str, *, allow_slash: bool = False) -> str | None:
+    """The first character of ``text`` a tool name may not hold, if any
+    (``/`` counted only when ``allow_slash`` is false)."""
+    if text.isascii():
+        found = (_ASCII_CONTROL if allow_slash else _ASCII_FORBIDDEN).search(text)
         return found.group() if found else None
-    for ch in name:
+    for ch in text:
         if (
-            ch == "/"
+            (ch == "/" and not allow_slash)
             or ch in "\u2028\u2029"
             or "\ud800" <= ch <= "\udfff"
             or unicodedata.category(ch) in ("Cc", "Cf")
@@ -68,7 +74,7 @@ def check_tool_name(name: object, max_bytes: int) -> str:
         raise InvalidResponse("a tool name is empty")
     if name in (".", ".."):
         raise InvalidResponse(f"tool name {name!a} is a path segment")
-    bad = _forbidden_char(name)
+    bad = forbidden_char(name)
     if bad is not None:
         raise InvalidResponse(
             f"tool name {name!a} contains the forbidden character U+{ord(bad):04X}"

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import enum
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
+from .catalog import forbidden_char
 from .errors import InvalidInput
 
 __all__ = [
@@ -35,7 +35,10 @@ __all__ = [
     "Tier",
     "capabilities_for",
     "check_flow_name",
+    "check_label",
+    "escape_label",
     "pattern_covers",
+    "unescape_label",
 ]
 
 
@@ -99,29 +102,6 @@ class DeclarationError(InvalidInput):
 # --------------------------------------------------------------------------
 # Names
 
-_ASCII_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _forbidden_char(text: str, *, allow_slash: bool) -> str | None:
-    # The tool-name rule of the catalog: no Cc, no Cf, no U+2028/U+2029, no
-    # lone surrogate. A name reaches a model and an approval screen, where
-    # an invisible or reordering character lets one name pass for another.
-    if text.isascii():
-        found = _ASCII_FORBIDDEN.search(text)
-        if found:
-            return found.group()
-        return None if allow_slash or "/" not in text else "/"
-    for ch in text:
-        if (
-            (ch == "/" and not allow_slash)
-            or ch in "\u2028\u2029"
-            or "\ud800" <= ch <= "\udfff"
-            or unicodedata.category(ch) in ("Cc", "Cf")
-        ):
-            return ch
-    return None
-
-
 def check_flow_name(name: object, *, what: str = "flow name") -> str:
     """``name`` if it is a usable flow name (or prefix), else :class:`ProjectionError`.
 
@@ -137,12 +117,76 @@ def check_flow_name(name: object, *, what: str = "flow name") -> str:
             raise ProjectionError(f"{what} {name!a} has an empty segment")
         if segment in (".", ".."):
             raise ProjectionError(f"{what} {name!a} has a {segment!r} segment")
-        bad = _forbidden_char(segment, allow_slash=False)
+        bad = forbidden_char(segment, allow_slash=False)
         if bad is not None:
             raise ProjectionError(
                 f"{what} {name!a} contains the forbidden character U+{ord(bad):04X}"
             )
     return name
+
+
+# A session's label is one segment of its flows' names (``mcp/<label>/<tool>``).
+# It may hold any printable character, "/" and "%" included, so inside a flow
+# name "%" is written "%25" and "/" is written "%2F" (percent-encoding, as in
+# a URL path), and a label that is exactly "." or ".." is written "%2E" or
+# "%2E%2E". Nothing else changes: "@scope/name" becomes "@scope%2Fname".
+_LABEL_ESCAPES = {"%": "%25", "/": "%2F"}
+_LABEL_UNESCAPES = {"%25": "%", "%2F": "/"}
+_LABEL_ESCAPED = re.compile(r"%(?:25|2F)?")
+
+
+def check_label(label: object, *, what: str = "server") -> str:
+    """``label`` if it can name a session, else :class:`ProjectionError`.
+
+    A non-empty string of printable characters: any character but the ones a
+    tool name may not contain (controls, format characters, U+2028/U+2029,
+    lone surrogates). ``/``, ``@``, ``%``, spaces and ``.`` are all fine.
+    """
+    if not isinstance(label, str):
+        raise ProjectionError(f"{what} must be a string, got {type(label).__name__}")
+    if not label:
+        raise ProjectionError(f"{what} must not be empty")
+    bad = forbidden_char(label, allow_slash=True)
+    if bad is not None:
+        raise ProjectionError(f"{what} {label!a} contains the forbidden character U+{ord(bad):04X}")
+    return label
+
+
+def escape_label(label: str) -> str:
+    """The segment that stands for session label ``label`` in a flow name.
+
+    ``%`` becomes ``%25`` and ``/`` becomes ``%2F``; a label that is exactly
+    ``.`` or ``..`` becomes ``%2E`` or ``%2E%2E``. Every other character stays
+    as it is, so ``escape_label("@playwright/mcp") == "@playwright%2Fmcp"``
+    and the default flow name of its ``browser_click`` tool is
+    ``mcp/@playwright%2Fmcp/browser_click``. :func:`unescape_label` undoes it.
+    """
+    if label in (".", ".."):
+        return "%2E" * len(label)
+    if "%" not in label and "/" not in label:
+        return label
+    return "".join(_LABEL_ESCAPES.get(ch, ch) for ch in label)
+
+
+def unescape_label(segment: str) -> str:
+    """The session label that :func:`escape_label` wrote as ``segment``.
+
+    Raises :class:`ProjectionError` for a segment that function never writes
+    (a ``/``, a ``%`` not followed by ``25``, ``2F`` or ``2E``, or ``%2E``
+    anywhere but in ``%2E`` and ``%2E%2E``).
+    """
+    if segment in ("%2E", "%2E%2E"):
+        return "." * (len(segment) // 3)
+    if "/" in segment or "%2E" in segment:
+        raise ProjectionError(f"{segment!a} is not an escaped label")
+
+    def one(found: re.Match[str]) -> str:
+        text = found.group()
+        if text == "%":
+            raise ProjectionError(f"{segment!a} is not an escaped label")
+        return _LABEL_UNESCAPES[text]
+
+    return _LABEL_ESCAPED.sub(one, segment)
 
 
 # --------------------------------------------------------------------------
@@ -266,7 +310,7 @@ def _check_pattern(pattern: object, where: str) -> str:
         raise DeclarationError(f"{where}: a resource pattern must be a non-empty string")
     if len(pattern) > _MAX_PATTERN:
         raise DeclarationError(f"{where}: a resource pattern is longer than {_MAX_PATTERN} characters")
-    bad = _forbidden_char(pattern, allow_slash=True)
+    bad = forbidden_char(pattern, allow_slash=True)
     if bad is not None or any(ch.isspace() for ch in pattern):
         raise DeclarationError(f"{where}: resource pattern {pattern!a} contains a forbidden character")
     return pattern

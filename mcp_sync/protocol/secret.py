@@ -20,7 +20,6 @@ user's secret.
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, final
 
@@ -69,7 +68,10 @@ class Secret:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Secret):
             return NotImplemented
-        # Constant time on the value: equality is no oracle for it.
+        # Constant time on the value: equality is no oracle for it. (hmac
+        # loads OpenSSL: imported here, not by every connect.)
+        import hmac
+
         return self._shown == other._shown and hmac.compare_digest(
             self._value.encode("utf-8", "surrogatepass"),
             other._value.encode("utf-8", "surrogatepass"),

@@ -295,24 +295,33 @@ def cache_scopes(settings: Settings) -> str:
 
 
 def _stdio_core(settings: Settings, options: Checked) -> _Core:
-    from ..transports.process import spawn_of
-    from ..transports.stdio import StdioTransport
+    from ..transports.process import ServerProcess, spawn_of
 
     # What a ${VAR} expanded to is revealed here, for the spawn alone.
     spawn = spawn_of(
         options.command, options.args, options.cwd, options.env, options.inherit_env is True
     )
-    core = _core(settings)
+    # The server starts first: a server takes from tens of milliseconds to
+    # seconds to start, and the rest (the session's machinery imported on a
+    # first connect, the core, the transport's pipes and threads) is built
+    # meanwhile instead of before.
+    child = ServerProcess(
+        options.server, spawn.command, spawn.args, spawn.cwd, spawn.env, (spawn.shown_command, spawn.shown_cwd)
+    )
+    try:
+        from ..transports.stdio import StdioTransport
+
+        core = _core(settings)
+    except BaseException:
+        child.abandon()
+        raise
+    # From here the transport owns the child (and stops it if it cannot start).
     core.transport = StdioTransport(
         core,
         server=options.server,
-        command=spawn.command,
-        args=spawn.args,
-        cwd=spawn.cwd,
-        env=spawn.env,
+        child=child,
         limits=settings.limits,
         secrets=(*(options.secrets or ()), *spawn.masked),
-        shown=(spawn.shown_command, spawn.shown_cwd),
     )
     return core
 

@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from ..protocol.catalog import forbidden_char
 from ..protocol.errors import InvalidOption
-from ..protocol.flow_declarations import ProjectionError, check_flow_name
 from ..protocol.limits import LIMIT_NAMES, MAX_SAFE_INTEGER, Limits
 from ..protocol.secret import Text
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
-from ..transports.header_rules import check_headers, plain_http_refused
 
 if TYPE_CHECKING:
     from ..auth._base import Auth, TokenProvider
@@ -179,13 +178,8 @@ def _common_ok(fields: Mapping[str, Any], keys: frozenset[str]) -> bool:
 
 
 def _server_ok(server: object) -> bool:
-    if type(server) is not str or not server or "/" in server or server in (".", ".."):
-        return False
-    try:
-        check_flow_name(server, what="server")
-    except ProjectionError:
-        return False
-    return True
+    # The rule of flow_declarations.check_label, which the models apply.
+    return type(server) is str and bool(server) and forbidden_char(server, allow_slash=True) is None
 
 
 def _one_of(value: object, choices: tuple[str, ...]) -> bool:
@@ -249,6 +243,9 @@ def _env_ok(env: object) -> bool:
 
 
 def _http(fields: Mapping[str, Any]) -> dict[str, Any] | None:
+    # (Imported here: a stdio connect, the first one included, never needs them.)
+    from ..transports.header_rules import plain_http_refused
+
     url, token_env = fields["url"], fields.get("bearer_token_env")
     headers, insecure = fields.get("headers"), fields.get("allow_insecure_http")
     client = fields.get("http_client")
@@ -275,6 +272,8 @@ def _http(fields: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _headers_ok(headers: object, token_env: object) -> bool:
+    from ..transports.header_rules import check_headers
+
     if not _str_dict(headers):
         return False
     try:

@@ -45,7 +45,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel, to_snake
 
 from ..protocol.errors import InvalidOption
-from ..protocol.flow_declarations import ProjectionError, check_flow_name
+from ..protocol.flow_declarations import ProjectionError, check_flow_name, check_label
 from ..protocol.limits import LIMIT_NAMES, STDIO_ONLY_LIMITS, check_limit
 from ..protocol.secret import Text, TextSchema, reveal
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
@@ -145,7 +145,8 @@ class _Entry(_LimitFields):
     """What every server entry has: its name, projection fields and limits."""
 
     server: NonEmpty
-    """The server's name: in messages, and in flow names ``mcp/<server>/<tool>``."""
+    """The server's name: in messages, and in flow names ``mcp/<server>/<tool>``
+    (escaped there: ``@scope/name`` is ``@scope%2Fname``)."""
 
     include: Names | None = None
     """Exact tool names to keep; omitted or empty keeps every tool."""
@@ -184,13 +185,10 @@ class _Entry(_LimitFields):
     @field_validator("server")
     @classmethod
     def _server_name(cls, value: str) -> str:
-        # The name reaches a model inside flow names and descriptions.
-        if "/" in value:
-            raise ValueError("must not contain '/' (it separates the parts of a flow name)")
-        if value in (".", ".."):
-            raise ValueError("must not be '.' or '..'")
+        # The name reaches a model inside flow names (escaped: "/" is "%2F")
+        # and descriptions, where an invisible character could disguise it.
         try:
-            check_flow_name(value, what="server")
+            check_label(value, what="server")
         except ProjectionError:
             raise ValueError("must not contain control or format characters") from None
         return value

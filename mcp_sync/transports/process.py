@@ -377,6 +377,14 @@ class ServerProcess:
         # by the marker in their environment.
         _proctree.kill_marked(self._marker, exclude=self.proc.pid)
 
+    def abandon(self) -> None:
+        """:meth:`kill_now`, and its pipes closed: nothing took the process over."""
+        self.kill_now()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
     def kill_now(self) -> None:
         """The hardest stop at once (a start that failed half-way)."""
         self._signal_group(_SIGKILL)

@@ -83,22 +83,19 @@ class StdioTransport:
         sink: Sink,
         *,
         server: str,
-        command: str,
-        args: Sequence[str],
-        cwd: str | None,
-        env: dict[str, str],
+        child: ServerProcess,
         limits: Limits,
         secrets: Sequence[str] = (),
-        shown: tuple[str, str | None] | None = None,
     ) -> None:
-        """``shown``: the command and directory as a message may name them
-        (a ``${VAR}`` as the reference; default: as given)."""
+        """Take over ``child``, a server process just started: the caller
+        starts it first, so that building this transport and the session
+        around it overlaps the server's own start."""
+        self._child = child
+        self._proc = child.proc
         self._sink = sink
         self._waiting = sink.table_size  # (a C method: _give_read_side asks it per call)
         self.leader: Leader | None = self
         self._limits = limits
-        self._stdin = Stdin(sink.claim, limits.queue_capacity)
-        self._tail = StderrTail(limits.max_stderr_bytes, secrets=secrets)
         self._stdout_done = threading.Event()
         self._once = ShutdownOnce()
         self._teardown_thread: threading.Thread | None = None
@@ -107,9 +104,9 @@ class StdioTransport:
         self._server = server
         self._epoll: select.epoll | None = None
         posix = os.name == "posix"
-        self._child = ServerProcess(server, command, args, cwd, env, shown)
-        self._proc = self._child.proc
         try:
+            self._stdin = Stdin(sink.claim, limits.queue_capacity)
+            self._tail = StderrTail(limits.max_stderr_bytes, secrets=secrets)
             self._setup(posix)
         except BaseException as exc:
             # Out of descriptors or threads: the child must not outlive us.
@@ -125,7 +122,9 @@ class StdioTransport:
     def _abandon_child(self) -> None:
         # A writer thread that did start is waiting for frames: stop it, and
         # the stop pipe (if made) ends the other threads.
-        self._stdin.close()
+        stdin: Stdin | None = getattr(self, "_stdin", None)
+        if stdin is not None:
+            stdin.close()
         with contextlib.suppress(AttributeError, OSError):
             os.write(self._stop_w, b"x")
         self._child.kill_now()
