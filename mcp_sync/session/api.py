@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .. import _log
+from . import cancel as _cancel
 from . import health as _health
 from . import refresh as _refresh
 from . import server_logs as _serverlog
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ..protocol.errors import McpError
     from ..protocol.limits import Limits
     from ..protocol.roots import RootsProvider
+    from .cancel import CancelToken
     from .progress import ProgressCallback
     from .resources import (
         Completion,
@@ -45,6 +47,18 @@ __all__ = ["Session"]
 _T = TypeVar("_T")
 
 
+def _mimebundle(session: Session, include: object = None, exclude: object = None) -> dict[str, str]:
+    """Jupyter's display of a session: the server, its era, its health and its tools."""
+    from ..protocol.display import bundle
+
+    return bundle(session, session.limits)
+
+
+def _display_facts(session: Session) -> list[tuple[str, str]]:
+    """What a notebook shows of a session (its server, era, health, tools)."""
+    return _health.facts(session._core, session.server_info, f"{session.era}, protocol {session.protocol_version}")
+
+
 class Session:
     """A connected MCP server. Made by :func:`mcp_sync.connect`.
 
@@ -52,6 +66,9 @@ class Session:
     other method) at once, each blocking on its own deadline. :meth:`close`
     may be called from any thread, any number of times. A session that is
     garbage-collected, or still open when the interpreter exits, is closed too.
+
+    Every method that sends a request and waits takes ``cancel=``: see
+    :class:`~mcp_sync.CancelScope`.
     """
 
     __slots__ = ("__weakref__", "_calls", "_core", "_finalizer", "server_info")
@@ -141,6 +158,7 @@ class Session:
         task: bool | None = None,
         meta: Mapping[str, Any] | None = None,
         result_type: None = None,
+        cancel: CancelToken | None = None,
     ) -> CallToolResult: ...
 
     @overload
@@ -157,6 +175,7 @@ class Session:
         task: bool | None = None,
         meta: Mapping[str, Any] | None = None,
         result_type: type[_T],
+        cancel: CancelToken | None = None,
     ) -> _T: ...
 
     def call_tool(
@@ -172,6 +191,7 @@ class Session:
         task: bool | None = None,
         meta: Mapping[str, Any] | None = None,
         result_type: type[Any] | None = None,
+        cancel: CancelToken | None = None,
     ) -> Any:
         """Call one tool and block for its result.
 
@@ -202,6 +222,10 @@ class Session:
         ``meta`` adds keys to the request's ``_meta`` (an extension's, say):
         the library's own keys (``traceparent``, ``progressToken``, and in
         2026-07-28 the ``io.modelcontextprotocol/*`` protocol keys) win.
+
+        ``cancel`` (a :class:`~mcp_sync.CancelScope` or a ``threading.Event``)
+        fired from another thread: :class:`~mcp_sync.Cancelled` at once, the
+        server told (a task cancelled).
         """
         if result_type is not None:
             from ..protocol.typed_results import adapter_for, validate_result
@@ -210,13 +234,18 @@ class Session:
             plain = self.call_tool(
                 name, arguments, timeout_ms=timeout_ms, traceparent=traceparent, on_progress=on_progress,
                 progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms, task=task,
-                meta=meta,
+                meta=meta, cancel=cancel,
             )  # fmt: skip
             return validate_result(plain, result_type, name, adapter)
+        if cancel is not None:
+            return _cancel.call_tool(
+                self._core, self._core.inbound.progress, cancel, name, arguments, timeout_ms, traceparent, meta,
+                on_progress, progress_extends_deadline, max_timeout_ms, task,
+            )  # fmt: skip
         core = self._core
         if _log.CALLS.isEnabledFor(_log.DEBUG):
-            return self._logged_call(
-                name, arguments, timeout_ms, traceparent, on_progress, progress_extends_deadline,
+            return _logged_call(
+                core, name, arguments, timeout_ms, traceparent, on_progress, progress_extends_deadline,
                 max_timeout_ms, task, meta,
             )  # fmt: skip
         if on_progress is None and not progress_extends_deadline and max_timeout_ms is None and task is None:
@@ -226,34 +255,6 @@ class Session:
             name, arguments, timeout_ms, traceparent, on_progress=on_progress,
             progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
             task=task, meta=meta,
-        )  # fmt: skip
-
-    def _logged_call(  # noqa: PLR0917
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None,
-        timeout_ms: int | None,
-        traceparent: str | None,
-        on_progress: ProgressCallback | None,
-        progress_extends_deadline: bool,
-        max_timeout_ms: int | None,
-        task: bool | None,
-        meta: Mapping[str, Any] | None,
-    ) -> CallToolResult:
-        # call_tool with mcp_sync.calls' DEBUG records. (A method of its own:
-        # in call_tool, the lambda would make a cell for each name it closes
-        # over on every call, logged or not.)
-        core = self._core
-        return _log.logged_call(
-            core.server,
-            lambda: core.call_tool(
-                name, arguments, timeout_ms, traceparent, on_progress=on_progress,
-                progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
-                task=task, meta=meta,
-            ),
-            name,
-            timeout_ms,
-            traceparent,
         )  # fmt: skip
 
     def submit_tool(
@@ -305,37 +306,46 @@ class Session:
 
         return _submit.map_tool(submit, arguments, max_in_flight)
 
-    def refresh_tools(self, *, timeout_ms: int | None = None) -> tuple[Tool, ...]:
+    def refresh_tools(self, *, timeout_ms: int | None = None, cancel: CancelToken | None = None) -> tuple[Tool, ...]:
         """Walk ``tools/list`` again under every catalog rule and swap the new
         snapshot in at once; return it. On failure raise, keep the old one.
         ``timeout_ms`` bounds each page (default ``handshake_timeout_ms``)."""
-        return _refresh.refresh_tools(self._core, timeout_ms)
+        core = self._core if cancel is None else _cancel.guarded(self._core, cancel)
+        return _refresh.refresh_tools(core, timeout_ms)
 
     # ------------------------------------------------------------ resources, prompts, completion
     # _resources and _handlers are imported by the first call that needs them:
     # their value types cost `import mcp_sync` about 25 ms to define.
 
-    def list_resources(self, *, timeout_ms: int | None = None) -> tuple[Resource, ...]:
+    def list_resources(
+        self, *, timeout_ms: int | None = None, cancel: CancelToken | None = None
+    ) -> tuple[Resource, ...]:
         """Every resource the server lists (all pages), in its order.
         ``timeout_ms`` bounds the whole walk (default ``request_timeout_ms``)."""
         from . import resources as _resources
 
-        return _resources.list_resources(self._core, timeout_ms)
+        core = self._core if cancel is None else _cancel.guarded(self._core, cancel)
+        return _resources.list_resources(core, timeout_ms)
 
-    def list_resource_templates(self, *, timeout_ms: int | None = None) -> tuple[ResourceTemplate, ...]:
+    def list_resource_templates(
+        self, *, timeout_ms: int | None = None, cancel: CancelToken | None = None
+    ) -> tuple[ResourceTemplate, ...]:
         """Every resource template the server lists (all pages)."""
         from . import resources as _resources
 
-        return _resources.list_resource_templates(self._core, timeout_ms)
+        core = self._core if cancel is None else _cancel.guarded(self._core, cancel)
+        return _resources.list_resource_templates(core, timeout_ms)
 
     def read_resource(
-        self, uri: str, *, timeout_ms: int | None = None, meta: Mapping[str, Any] | None = None
-    ) -> ReadResourceResult:
+        self, uri: str, *, timeout_ms: int | None = None, meta: Mapping[str, Any] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> ReadResourceResult:  # fmt: skip
         """Read one resource: text and/or binary (decoded) contents. ``meta``
         adds keys to the request's ``_meta`` (the library's own win)."""
         from . import resources as _resources
 
-        return _resources.read_resource(self._core, uri, timeout_ms, meta)
+        core = self._core if cancel is None else _cancel.guarded(self._core, cancel)
+        return _resources.read_resource(core, uri, timeout_ms, meta)
 
     @property
     def resources_changed(self) -> bool:
@@ -343,11 +353,12 @@ class Session:
         :meth:`list_resources` began."""
         return self._core.inbound.changed["resources"].is_set()
 
-    def list_prompts(self, *, timeout_ms: int | None = None) -> tuple[Prompt, ...]:
+    def list_prompts(self, *, timeout_ms: int | None = None, cancel: CancelToken | None = None) -> tuple[Prompt, ...]:
         """Every prompt the server lists (all pages)."""
         from . import resources as _resources
 
-        return _resources.list_prompts(self._core, timeout_ms)
+        core = self._core if cancel is None else _cancel.guarded(self._core, cancel)
+        return _resources.list_prompts(core, timeout_ms)
 
     def get_prompt(
         self,
@@ -356,12 +367,14 @@ class Session:
         *,
         timeout_ms: int | None = None,
         meta: Mapping[str, Any] | None = None,
+        cancel: CancelToken | None = None,
     ) -> GetPromptResult:
         """Get one prompt, filled in with ``arguments`` (strings). ``meta``
         adds keys to the request's ``_meta`` (the library's own win)."""
         from . import resources as _resources
 
-        return _resources.get_prompt(self._core, name, arguments, timeout_ms, meta)
+        core = self._core if cancel is None else _cancel.guarded(self._core, cancel)
+        return _resources.get_prompt(core, name, arguments, timeout_ms, meta)
 
     @property
     def prompts_changed(self) -> bool:
@@ -376,36 +389,39 @@ class Session:
         *,
         context: Mapping[str, str] | None = None,
         timeout_ms: int | None = None,
+        cancel: CancelToken | None = None,
     ) -> Completion:
         """Ask for completions of one argument of a prompt or a resource
         template: ``argument`` is ``{"name": ..., "value": ...}``, ``context``
         the arguments already resolved."""
         from . import resources as _resources
 
-        return _resources.complete(self._core, ref, argument, context, timeout_ms)
+        core = self._core if cancel is None else _cancel.guarded(self._core, cancel)
+        return _resources.complete(core, ref, argument, context, timeout_ms)
 
     # ------------------------------------------------------------ skills (io.modelcontextprotocol/skills)
     # mcp_sync.skills is imported by the first call, never by `import mcp_sync`.
 
-    def list_skills(self, *, timeout_ms: int | None = None) -> tuple[Skill, ...]:
+    def list_skills(self, *, timeout_ms: int | None = None, cancel: CancelToken | None = None) -> tuple[Skill, ...]:
         """Every skill the server lists (``skills/list``, all pages, within
         ``timeout_ms``): each entry's frontmatter and file manifest. No file
         is read. :class:`NotSupported` unless the server declared the skills
         extension."""
         from . import skills
 
-        return skills.list_skills(self._core, timeout_ms)
+        return skills.list_skills(self._core if cancel is None else _cancel.guarded(self._core, cancel), timeout_ms)
 
-    def get_skill(self, uri: str, *, timeout_ms: int | None = None) -> Skill:
+    def get_skill(self, uri: str, *, timeout_ms: int | None = None, cancel: CancelToken | None = None) -> Skill:
         """The entry of one skill, by the URI of its ``SKILL.md``
         (``skills/get``), listed or not. No file is read."""
         from . import skills
 
-        return skills.get_skill(self._core, uri, timeout_ms)
+        return skills.get_skill(self._core if cancel is None else _cancel.guarded(self._core, cancel), uri, timeout_ms)
 
     def load_skill(
-        self, skill: Skill | str, *, timeout_ms: int | None = None, allow_dynamic: bool = False
-    ) -> SkillFile:
+        self, skill: Skill | str, *, timeout_ms: int | None = None, allow_dynamic: bool = False,
+        cancel: CancelToken | None = None,
+    ) -> SkillFile:  # fmt: skip
         """Read a skill's ``SKILL.md`` and check it against the entry (size,
         digest, frontmatter field by field); a URI is looked up with
         :meth:`get_skill` first. A mismatch raises a
@@ -413,24 +429,28 @@ class Session:
         ``allow_dynamic=True`` reads a skill that publishes no digests."""
         from . import skills
 
-        return skills.load_skill(self._core, skill, timeout_ms, allow_dynamic)
+        core = self._core if cancel is None else _cancel.guarded(self._core, cancel)
+        return skills.load_skill(core, skill, timeout_ms, allow_dynamic)
 
     def read_skill_file(
-        self, skill: Skill, path: str, *, timeout_ms: int | None = None, allow_dynamic: bool = False
-    ) -> SkillFile:
+        self, skill: Skill, path: str, *, timeout_ms: int | None = None, allow_dynamic: bool = False,
+        cancel: CancelToken | None = None,
+    ) -> SkillFile:  # fmt: skip
         """Read one file of ``skill`` (a path relative to its root, or a
         URI) and check its size and digest against the entry; a file the
         entry does not list is refused before anything is sent."""
         from . import skills
 
-        return skills.read_skill_file(self._core, skill, path, timeout_ms, allow_dynamic)
+        core = self._core if cancel is None else _cancel.guarded(self._core, cancel)
+        return skills.read_skill_file(core, skill, path, timeout_ms, allow_dynamic)
 
     # ------------------------------------------------------------ logging, roots, health
 
-    def set_log_level(self, level: str, *, timeout_ms: int | None = None) -> None:
+    def set_log_level(self, level: str, *, timeout_ms: int | None = None, cancel: CancelToken | None = None) -> None:
         """Ask the server to send log messages of ``level`` and above
         (``"debug"`` ... ``"emergency"``) with ``logging/setLevel``."""
-        _serverlog.set_log_level(self._core, level, timeout_ms)
+        core = self._core if cancel is None else _cancel.guarded(self._core, cancel)
+        _serverlog.set_log_level(core, level, timeout_ms)
 
     def set_roots(self, roots: RootsProvider) -> None:
         """Replace the roots given to ``Handlers(roots=...)`` and tell the
@@ -446,14 +466,14 @@ class Session:
 
         _handlers.roots_changed(self._core)
 
-    def ping(self, *, timeout_ms: int | None = None) -> None:
+    def ping(self, *, timeout_ms: int | None = None, cancel: CancelToken | None = None) -> None:
         """Check that the server answers, within ``timeout_ms`` (default
         ``request_timeout_ms``): ``ping`` in the handshake era, its cheap
         equivalent where the era has no ``ping``. Raises :class:`Timeout` if it
         does not answer in time, :class:`RemoteError` if it answers with an
         error (it is alive, but does not implement the probe).
         """
-        _health.probe(self._core, timeout_ms)
+        _health.probe(self._core if cancel is None else _cancel.guarded(self._core, cancel), timeout_ms)
 
     # ------------------------------------------------------------ instructions, subscriptions, extensions
 
@@ -487,8 +507,9 @@ class Session:
         unsubscribe_resource(self._core, uri, timeout_ms)
 
     def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None
-    ) -> dict[str, Any]:
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None,
+        cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
         """Send a request of a method this library does not know (an
         extension's) and return its result object, under the same deadline
         (``timeout_ms``, default ``request_timeout_ms``), bounds and errors as
@@ -497,7 +518,8 @@ class Session:
         (:class:`InvalidOption`, naming the call to use)."""
         from .extensions import custom_request
 
-        return custom_request(self._core, method, params, timeout_ms)
+        core = self._core if cancel is None else _cancel.guarded(self._core, cancel)
+        return custom_request(core, method, params, timeout_ms)
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification this library does not know (``notifications/...``).
@@ -524,12 +546,33 @@ class Session:
         state = "closed" if self.closed else "open"
         return f"<Session server={self.server!r} tools={len(self.tools)} {state}>"
 
-    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        # Jupyter's display: the server, its era, its health and its tools.
-        from ..protocol.display import bundle
+    _repr_mimebundle_ = _mimebundle
+    _display_facts = _display_facts
 
-        return bundle(self, self.limits)
 
-    def _display_facts(self) -> list[tuple[str, str]]:
-        # What a notebook shows of the session (its server, era, health, tools).
-        return _health.facts(self._core, self.server_info, f"{self.era}, protocol {self.protocol_version}")
+def _logged_call(  # noqa: PLR0917
+    core: _Core,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    timeout_ms: int | None,
+    traceparent: str | None,
+    on_progress: ProgressCallback | None,
+    progress_extends_deadline: bool,
+    max_timeout_ms: int | None,
+    task: bool | None,
+    meta: Mapping[str, Any] | None,
+) -> CallToolResult:
+    """``Session.call_tool`` with ``mcp_sync.calls``' DEBUG records. (A function
+    of its own: in call_tool, the lambda would make a cell for each name it
+    closes over on every call, logged or not.)"""
+    return _log.logged_call(
+        core.server,
+        lambda: core.call_tool(
+            name, arguments, timeout_ms, traceparent, on_progress=on_progress,
+            progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms,
+            task=task, meta=meta,
+        ),
+        name,
+        timeout_ms,
+        traceparent,
+    )  # fmt: skip
