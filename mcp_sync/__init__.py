@@ -13,6 +13,7 @@ from ._version import __version__
 from .protocol.catalog import CallToolResult, Icon, ServerInfo, Tool, thaw
 from .protocol.errors import (
     AuthError,
+    Cancelled,
     ConfigError,
     ConnectionClosed,
     InputRequired,
@@ -57,6 +58,7 @@ from .protocol.versions import (
     SUPPORTED_PROTOCOL_VERSIONS,
 )
 from .session.api import Session
+from .session.cancel import CancelScope
 from .session.connect import connect, connect_http
 from .session.core import CLIENT_INFO
 from .session.progress import ProgressCallback
@@ -123,6 +125,8 @@ __all__ = [
     "AuthError",
     "CLIENT_INFO",
     "CallToolResult",
+    "CancelScope",
+    "Cancelled",
     "Completion",
     "ConfigError",
     "ConnectionClosed",

@@ -55,6 +55,7 @@ from .protocol.errors import (
 from .protocol.limits import DEFAULT_REQUEST_TIMEOUT_MS, check_limit, seconds
 from .protocol.redaction import Diagnostics, MessageHook
 from .session.api import Session
+from .session.cancel import wait_or_cancel
 from .session.connect import connect
 from .session.core import CLOSED_BY_CALLER, FORKED
 from .session.eras.negotiation import Abort, EraMemory, abortable, remembering
@@ -62,6 +63,7 @@ from .session.eras.negotiation import Abort, EraMemory, abortable, remembering
 if TYPE_CHECKING:
     from .config import ServerEntry
     from .protocol.catalog import CallToolResult
+    from .session.cancel import CancelToken
     from .session.progress import ProgressCallback
     from .session.submit import ToolCall
 
@@ -179,10 +181,11 @@ class _Connecting:
     callers that need the server wait for :attr:`done` (each at most its own
     budget) and then take its outcome."""
 
-    __slots__ = ("abort", "crash", "done", "error", "session", "thread")
+    __slots__ = ("abort", "crash", "done", "error", "session", "thread", "wakes")
 
     def __init__(self) -> None:
         self.done = threading.Event()
+        self.wakes: list[threading.Event] = []  # set with done: callers waiting under a cancel token
         self.abort = Abort()
         self.session: Session | None = None
         self.error: McpError | None = None
@@ -387,17 +390,19 @@ class Servers:
             return session
         return self._connect(slot, budget)
 
-    def _within(self, name: str, timeout_ms: int | None) -> tuple[Session, int | None]:
+    def _within(
+        self, name: str, timeout_ms: int | None, cancel: CancelToken | None = None
+    ) -> tuple[Session, int | None]:
         """Server ``name``'s session and the ``timeout_ms`` left for a
         request on it: unchanged when it was connected already, else what the
         connect left of the caller's budget (``request_timeout_ms`` when no
-        ``timeout_ms`` was given)."""
+        ``timeout_ms`` was given). A connect waited for ends when ``cancel`` fires."""
         slot = self._slot(name)
         session = slot.session
         if session is not None and not session.closed:
             return session, timeout_ms
         budget = _Budget.of(timeout_ms, slot.entry)
-        session = self._connect(slot, budget)
+        session = self._connect(slot, budget, cancel)
         return session, budget.left_ms(slot.entry.server)
 
     def call_tool(  # noqa: PLR0913
@@ -410,6 +415,7 @@ class Servers:
         traceparent: str | None = None,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        cancel: CancelToken | None = None,
     ) -> CallToolResult:
         """``self.session(server).call_tool(tool, arguments, ...)``.
 
@@ -419,12 +425,16 @@ class Servers:
         (default ``request_timeout_ms``): the call is back by then.
         ``on_progress(progress, total, message)`` is called on this thread
         for each progress report of the call, as in :meth:`Session.call_tool`.
+        ``cancel`` (a :class:`CancelScope` or a ``threading.Event``) fired from
+        another thread ends the call, or the wait for its connect, with
+        :class:`Cancelled`; the connect itself goes on.
         """
-        session, left_ms = self._within(server, timeout_ms)
-        if on_progress is None:
+        session, left_ms = self._within(server, timeout_ms, cancel)
+        if on_progress is None and cancel is None:
             return session.call_tool(tool, arguments, timeout_ms=left_ms, traceparent=traceparent, meta=meta)
         return session.call_tool(
-            tool, arguments, timeout_ms=left_ms, traceparent=traceparent, meta=meta, on_progress=on_progress
+            tool, arguments, timeout_ms=left_ms, traceparent=traceparent, meta=meta, on_progress=on_progress,
+            cancel=cancel,
         )
 
     def submit_tool(  # noqa: PLR0913
@@ -510,9 +520,10 @@ class Servers:
 
     # ------------------------------------------------------------------ connecting
 
-    def _connect(self, slot: _Slot, budget: _Budget) -> Session:
+    def _connect(self, slot: _Slot, budget: _Budget, cancel: CancelToken | None = None) -> Session:
         """The slot's live session, else the outcome of the connect under way
-        or of one started now; waits at most what is left of ``budget``."""
+        or of one started now; waits at most what is left of ``budget``, and
+        not past ``cancel`` firing."""
         name = slot.entry.server
         left = budget.left()
         if not slot.lock.acquire(timeout=-1 if left is None else left):
@@ -534,7 +545,9 @@ class Servers:
                 connecting = slot.connecting = self._begin(slot)
         finally:
             slot.lock.release()
-        if not connecting.done.wait(budget.left()):
+        if cancel is not None:
+            wait_or_cancel(connecting.done, connecting.wakes, budget.left(), cancel)
+        if not connecting.done.wait(budget.left() if cancel is None else 0):
             raise budget.missed(
                 f"connecting server {name!r}", "; the connect goes on, and a later call may use it"
             )
@@ -616,6 +629,8 @@ class Servers:
         finally:
             connecting.session, connecting.error = session, error
             connecting.done.set()
+            for woken in connecting.wakes:
+                woken.set()
 
     def _held_back(self, slot: _Slot, now: float) -> None:
         if slot.retry_at > now:

@@ -602,7 +602,9 @@ def test_troubleshooting_lists_every_library_message() -> None:
 
 # ---------------------------------------------------------------- counts and lists that could rot
 
-_NUMBER_WORDS = {8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen", 14: "fourteen"}
+_NUMBER_WORDS = {
+    8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen", 14: "fourteen", 15: "fifteen",
+}
 
 
 def _session_kinds() -> set[str]:

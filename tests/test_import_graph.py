@@ -158,6 +158,7 @@ def test_the_session_contracts_import_only_lower_modules(contract: str) -> None:
         "session.call_plan",
         "session.progress",
         "session.tool_tasks",
+        "session.cancel",
     ],
 )
 def test_the_session_machinery_does_not_import_the_core(machinery: str) -> None:

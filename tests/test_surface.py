@@ -483,7 +483,40 @@ WAITS: dict[str, Waits] = {
 
 # Calls that do not come from the enumeration (their class is another library's)
 # but wait on a server through this one.
+def _cancelled_later(call: Callable[[mcp_sync.CancelScope], object]) -> object:
+    """``call(scope)`` with its scope cancelled from another thread after a while."""
+    scope = mcp_sync.CancelScope()
+    timer = threading.Timer(DEADLINE_MS / 1000, scope.cancel)
+    timer.start()
+    try:
+        return call(scope)
+    finally:
+        timer.cancel()
+
+
+# A call cancelled from another thread at DEADLINE_MS: back by then, whatever the server does
+# (unless it died first).
+CANCELLED = {"silent": "cancelled", "dies": "connection_closed", "floods": "cancelled"}
+
 EXTRA_WAITS: dict[str, Waits] = {
+    # cancel=: a scope's deadline bounds the call, whatever its own timeout_ms; a scope
+    # cancelled from another thread ends it.
+    "Session.call_tool(cancel=CancelScope(timeout_ms=...))": Waits(
+        lambda e: e.session().call_tool("t", {}, timeout_ms=60_000, cancel=mcp_sync.CancelScope(timeout_ms=DEADLINE_MS))
+    ),
+    "Session.call_tool(cancel=scope), the scope cancelled from another thread": Waits(
+        lambda e: _cancelled_later(lambda s: e.session().call_tool("t", {}, timeout_ms=60_000, cancel=s)), CANCELLED
+    ),
+    "Session.read_resource(cancel=scope), the scope cancelled from another thread": Waits(
+        lambda e: _cancelled_later(lambda s: e.session().read_resource("file:///x", timeout_ms=60_000, cancel=s)),
+        CANCELLED,
+    ),
+    "Servers.call_tool(cancel=CancelScope(timeout_ms=...)) while its server connects": Waits(
+        lambda e: e.servers("handshake", handshake_timeout_ms=30_000).call_tool(
+            "h", "t", {}, timeout_ms=60_000, cancel=mcp_sync.CancelScope(timeout_ms=DEADLINE_MS)
+        ),
+        CONNECT_EXPECTED,
+    ),
     "langchain StructuredTool.invoke (model_tools.langchain_tools)": Waits(_langchain_invoke, RETURNS),
     "token fetch of an auth object (connect_http(auth=ClientCredentials(...)))": Waits(
         _connect_http_with_auth, AUTH_EXPECTED
@@ -533,6 +566,10 @@ NOT_WAITING: dict[str, str] = {
         LOCAL_VALUES,
     ),
     "mcp_sync.Session.tool": "a look-up in the catalog snapshot",
+    "mcp_sync.CancelScope.cancel": (
+        "withdraws the calls under the scope and queues their cancellations only if there is room "
+        "now (best effort); never waits on a server. Calls made with cancel= are driven in EXTRA_WAITS"
+    ),
     "mcp_sync.notebook.Progress.close": "finishes a progress display in the notebook; no server",
     "mcp_sync.notebook.app_frame": "wraps contents already read into a frame to display; no server",
     "mcp_sync.Session.unsubscribe_resource": (

@@ -9,12 +9,14 @@ environment values, stderr text, raw frames or a remote error's message.
 
 from __future__ import annotations
 
+from concurrent.futures import CancelledError
 from typing import Any, ClassVar
 
 from .redaction import Redacted
 
 __all__ = [
     "AuthError",
+    "Cancelled",
     "ConfigError",
     "ConnectionClosed",
     "InputRequired",
@@ -166,6 +168,21 @@ class Timeout(McpError, TimeoutError):
     """
 
     kind = "timeout"
+
+
+class Cancelled(McpError, CancelledError):
+    """A blocking call was cancelled through its ``cancel=`` token (a
+    ``CancelScope`` or a ``threading.Event`` fired from another thread)
+    before its result came. A request already written was withdrawn and the
+    server told, the era's way; a task it had started was cancelled too. The
+    session stays open.
+
+    Also a :class:`concurrent.futures.CancelledError`, so ``except
+    concurrent.futures.CancelledError`` catches it as it catches a cancelled
+    ``ToolCall``.
+    """
+
+    kind = "cancelled"
 
 
 class ToolNotFound(McpError):

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
 from .. import _log
+from . import cancel as _cancel
 from . import health as _health
 from . import refresh as _refresh
 from . import server_logs as _serverlog
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from ..protocol.errors import McpError
     from ..protocol.limits import Limits
     from ..protocol.roots import RootsProvider
+    from .call_plan import CallingCore
+    from .cancel import CancelToken
     from .paging import Page
     from .progress import ProgressCallback
     from .resources import (
@@ -47,6 +50,7 @@ __all__ = ["Session"]
 
 _T = TypeVar("_T")
 _Meta = Mapping[str, Any] | None
+_Cancel: TypeAlias = "CancelToken | None"
 
 
 def _session_bundle(session: Session, include: object = None, exclude: object = None) -> dict[str, str]:
@@ -153,50 +157,26 @@ class Session:
 
     @overload
     def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout_ms: int | None = None,
-        traceparent: str | None = None,
-        on_progress: ProgressCallback | None = None,
-        progress_extends_deadline: bool = False,
-        max_timeout_ms: int | None = None,
-        task: bool | None = None,
-        meta: Mapping[str, Any] | None = None,
-        result_type: None = None,
-    ) -> CallToolResult: ...
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None,
+        traceparent: str | None = None, on_progress: ProgressCallback | None = None,
+        progress_extends_deadline: bool = False, max_timeout_ms: int | None = None, task: bool | None = None,
+        meta: _Meta = None, result_type: None = None, cancel: _Cancel = None,
+    ) -> CallToolResult: ...  # fmt: skip
 
     @overload
     def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout_ms: int | None = None,
-        traceparent: str | None = None,
-        on_progress: ProgressCallback | None = None,
-        progress_extends_deadline: bool = False,
-        max_timeout_ms: int | None = None,
-        task: bool | None = None,
-        meta: Mapping[str, Any] | None = None,
-        result_type: type[_T],
-    ) -> _T: ...
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None,
+        traceparent: str | None = None, on_progress: ProgressCallback | None = None,
+        progress_extends_deadline: bool = False, max_timeout_ms: int | None = None, task: bool | None = None,
+        meta: _Meta = None, result_type: type[_T], cancel: _Cancel = None,
+    ) -> _T: ...  # fmt: skip
 
     def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout_ms: int | None = None,
-        traceparent: str | None = None,
-        on_progress: ProgressCallback | None = None,
-        progress_extends_deadline: bool = False,
-        max_timeout_ms: int | None = None,
-        task: bool | None = None,
-        meta: Mapping[str, Any] | None = None,
-        result_type: type[Any] | None = None,
-    ) -> Any:
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None,
+        traceparent: str | None = None, on_progress: ProgressCallback | None = None,
+        progress_extends_deadline: bool = False, max_timeout_ms: int | None = None, task: bool | None = None,
+        meta: _Meta = None, result_type: type[Any] | None = None, cancel: _Cancel = None,
+    ) -> Any:  # fmt: skip
         """Call one tool and block for its result.
 
         ``arguments`` must be a dict with str keys (``None`` sends ``{}``).
@@ -224,6 +204,10 @@ class Session:
         ``meta`` adds keys to the request's ``_meta`` (an extension's, say):
         the library's own keys (``traceparent``, ``progressToken``, and in
         2026-07-28 the ``io.modelcontextprotocol/*`` protocol keys) win.
+
+        ``cancel`` (a :class:`~mcp_sync.CancelScope` or a ``threading.Event``) fired
+        from another thread: :class:`~mcp_sync.Cancelled` at once, the server told.
+        Every method below that waits on the server takes ``cancel=`` too.
         """
         if result_type is not None:
             from ..protocol.typed_results import adapter_for, validate_result
@@ -232,10 +216,15 @@ class Session:
             plain = self.call_tool(
                 name, arguments, timeout_ms=timeout_ms, traceparent=traceparent, on_progress=on_progress,
                 progress_extends_deadline=progress_extends_deadline, max_timeout_ms=max_timeout_ms, task=task,
-                meta=meta,
+                meta=meta, cancel=cancel,
             )  # fmt: skip
             return validate_result(plain, result_type, name, adapter)
         core = self._core
+        if cancel is not None:
+            return _cancel.call_tool(
+                core, core.inbound.progress, cancel, name, arguments, timeout_ms, traceparent, meta,
+                on_progress, progress_extends_deadline, max_timeout_ms, task,
+            )  # fmt: skip
         if _log.CALLS.isEnabledFor(_log.DEBUG):
             return _logged_call(
                 core, name, arguments, timeout_ms, traceparent, on_progress, progress_extends_deadline,
@@ -298,59 +287,66 @@ class Session:
         return _submit.map_tool(submit, arguments, max_in_flight)
 
     @overload
-    def list_tools(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Tool, ...]: ...
+    def list_tools(self, *, timeout_ms: int | None = None, meta: _Meta = None,
+                   cancel: _Cancel = None) -> tuple[Tool, ...]: ...  # fmt: skip
     @overload
-    def list_tools(self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None) -> Page[Tool]: ...
-    def list_tools(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None) -> Any:
+    def list_tools(self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None,
+                   cancel: _Cancel = None) -> Page[Tool]: ...  # fmt: skip
+    def list_tools(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None,
+                   cancel: _Cancel = None) -> Any:  # fmt: skip
         """The server's tools (``tools/list``, catalog rules; :attr:`tools` stays:
         :meth:`refresh_tools` replaces it): every page within ``max_catalog_pages``
         and one ``timeout_ms``, as a tuple; with ``cursor=``, that page as a
         :class:`Page` (``None``: the first). From the cache while ``ttlMs`` allows."""
-        return self._list("tools", cursor, timeout_ms, meta)
+        return _list(self, "tools", cursor, timeout_ms, meta, cancel)
 
-    def refresh_tools(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Tool, ...]:
+    def refresh_tools(
+        self, *, timeout_ms: int | None = None, meta: _Meta = None, cancel: _Cancel = None
+    ) -> tuple[Tool, ...]:
         """Walk ``tools/list`` again under every catalog rule and swap the new
         snapshot in at once; return it. On failure raise, keep the old one.
         ``timeout_ms`` bounds each page (default ``handshake_timeout_ms``)."""
-        return _refresh.refresh_tools(self._core, timeout_ms, meta)
+        return _refresh.refresh_tools(_core_for(self, cancel), timeout_ms, meta)
 
     # ------------------------------------------------------------ resources, prompts, completion
     # _resources and _handlers are imported by the first call that needs them:
     # their value types cost `import mcp_sync` about 25 ms to define.
 
     @overload
-    def list_resources(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Resource, ...]: ...
+    def list_resources(self, *, timeout_ms: int | None = None, meta: _Meta = None,
+                       cancel: _Cancel = None) -> tuple[Resource, ...]: ...  # fmt: skip
     @overload
     def list_resources(
-        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None
+        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None, cancel: _Cancel = None
     ) -> Page[Resource]: ...
-    def list_resources(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None) -> Any:
+    def list_resources(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None,
+                       cancel: _Cancel = None) -> Any:  # fmt: skip
         """Every resource the server lists (all pages, in its order, within one
         ``timeout_ms``); with ``cursor=``, one page (see :meth:`list_tools`)."""
-        return self._list("resources", cursor, timeout_ms, meta)
+        return _list(self, "resources", cursor, timeout_ms, meta, cancel)
 
     @overload
     def list_resource_templates(
-        self, *, timeout_ms: int | None = None, meta: _Meta = None
+        self, *, timeout_ms: int | None = None, meta: _Meta = None, cancel: _Cancel = None
     ) -> tuple[ResourceTemplate, ...]: ...
     @overload
     def list_resource_templates(
-        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None
+        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None, cancel: _Cancel = None
     ) -> Page[ResourceTemplate]: ...
     def list_resource_templates(
-        self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None
+        self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None, cancel: _Cancel = None
     ) -> Any:
         """Every resource template the server lists (all pages); with ``cursor=``, one page."""
-        return self._list("resource_templates", cursor, timeout_ms, meta)
+        return _list(self, "resource_templates", cursor, timeout_ms, meta, cancel)
 
     def read_resource(
-        self, uri: str, *, timeout_ms: int | None = None, meta: Mapping[str, Any] | None = None
+        self, uri: str, *, timeout_ms: int | None = None, meta: _Meta = None, cancel: _Cancel = None
     ) -> ReadResourceResult:
         """Read one resource: text and/or binary (decoded) contents. ``meta``
         adds keys to the request's ``_meta`` (the library's own win)."""
         from . import resources as _resources
 
-        return _resources.read_resource(self._core, uri, timeout_ms, meta)
+        return _resources.read_resource(_core_for(self, cancel), uri, timeout_ms, meta)
 
     @property
     def resources_changed(self) -> bool:
@@ -359,22 +355,24 @@ class Session:
         return self._core.inbound.changed["resources"].is_set()
 
     @overload
-    def list_prompts(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Prompt, ...]: ...
+    def list_prompts(self, *, timeout_ms: int | None = None, meta: _Meta = None,
+                     cancel: _Cancel = None) -> tuple[Prompt, ...]: ...  # fmt: skip
     @overload
     def list_prompts(
-        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None
+        self, *, cursor: str | None, timeout_ms: int | None = None, meta: _Meta = None, cancel: _Cancel = None
     ) -> Page[Prompt]: ...
-    def list_prompts(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None) -> Any:
+    def list_prompts(self, *, cursor: Any = WHOLE_LIST, timeout_ms: int | None = None, meta: _Meta = None,
+                     cancel: _Cancel = None) -> Any:  # fmt: skip
         """Every prompt the server lists (all pages); with ``cursor=``, one page."""
-        return self._list("prompts", cursor, timeout_ms, meta)
+        return _list(self, "prompts", cursor, timeout_ms, meta, cancel)
 
     def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, *,
-                   timeout_ms: int | None = None, meta: _Meta = None) -> GetPromptResult:
+                   timeout_ms: int | None = None, meta: _Meta = None, cancel: _Cancel = None) -> GetPromptResult:
         """Get one prompt, filled in with ``arguments`` (strings). ``meta``
         adds keys to the request's ``_meta`` (the library's own win)."""
         from . import resources as _resources
 
-        return _resources.get_prompt(self._core, name, arguments, timeout_ms, meta)
+        return _resources.get_prompt(_core_for(self, cancel), name, arguments, timeout_ms, meta)
 
     @property
     def prompts_changed(self) -> bool:
@@ -390,51 +388,53 @@ class Session:
         context: Mapping[str, str] | None = None,
         timeout_ms: int | None = None,
         meta: _Meta = None,
+        cancel: _Cancel = None,
     ) -> Completion:
         """Ask for completions of one argument of a prompt or a resource
         template: ``argument`` is ``{"name": ..., "value": ...}``, ``context``
         the arguments already resolved."""
         from . import resources as _resources
 
-        return _resources.complete(self._core, ref, argument, context, timeout_ms, meta=meta)
+        return _resources.complete(_core_for(self, cancel), ref, argument, context, timeout_ms, meta=meta)
 
     def pages(
-        self, kind: str, *, cursor: str | None = None, timeout_ms: int | None = None, meta: _Meta = None
-    ) -> Iterator[Page[Any]]:
+        self, kind: str, *, cursor: str | None = None, timeout_ms: int | None = None, meta: _Meta = None,
+        cancel: _Cancel = None,
+    ) -> Iterator[Page[Any]]:  # fmt: skip
         """The pages of ``kind`` (``"tools"``, ``"resources"``, ``"resource_templates"``,
         ``"prompts"``) from ``cursor`` on, each asked for as you iterate, at most
         ``max_catalog_pages``; a repeated cursor or one more page: :class:`InvalidResponse`."""
         from .paging import pages
 
-        return pages(self._core, kind, cursor, timeout_ms, meta)
-
-    def _list(self, kind: str, cursor: Any, timeout_ms: int | None, meta: _Meta) -> Any:
-        from .paging import listing
-
-        return listing(self._core, kind, cursor, timeout_ms, meta)
+        return pages(_core_for(self, cancel), kind, cursor, timeout_ms, meta)
 
     # ------------------------------------------------------------ skills (io.modelcontextprotocol/skills)
     # mcp_sync.skills is imported by the first call, never by `import mcp_sync`.
 
-    def list_skills(self, *, timeout_ms: int | None = None, meta: _Meta = None) -> tuple[Skill, ...]:
+    def list_skills(
+        self, *, timeout_ms: int | None = None, meta: _Meta = None, cancel: _Cancel = None
+    ) -> tuple[Skill, ...]:
         """Every skill the server lists (``skills/list``, all pages, within
         ``timeout_ms``): each entry's frontmatter and file manifest. No file
         is read. :class:`NotSupported` unless the server declared the skills
         extension."""
         from . import skills
 
-        return skills.list_skills(self._core, timeout_ms, meta)
+        return skills.list_skills(_core_for(self, cancel), timeout_ms, meta)
 
-    def get_skill(self, uri: str, *, timeout_ms: int | None = None, meta: _Meta = None) -> Skill:
+    def get_skill(
+        self, uri: str, *, timeout_ms: int | None = None, meta: _Meta = None, cancel: _Cancel = None
+    ) -> Skill:
         """The entry of one skill, by the URI of its ``SKILL.md``
         (``skills/get``), listed or not. No file is read."""
         from . import skills
 
-        return skills.get_skill(self._core, uri, timeout_ms, meta)
+        return skills.get_skill(_core_for(self, cancel), uri, timeout_ms, meta)
 
     def load_skill(
-        self, skill: Skill | str, *, timeout_ms: int | None = None, allow_dynamic: bool = False, meta: _Meta = None
-    ) -> SkillFile:
+        self, skill: Skill | str, *, timeout_ms: int | None = None, allow_dynamic: bool = False,
+        meta: _Meta = None, cancel: _Cancel = None,
+    ) -> SkillFile:  # fmt: skip
         """Read a skill's ``SKILL.md`` and check it against the entry (size,
         digest, frontmatter field by field); a URI is looked up with
         :meth:`get_skill` first. A mismatch raises a
@@ -442,24 +442,25 @@ class Session:
         ``allow_dynamic=True`` reads a skill that publishes no digests."""
         from . import skills
 
-        return skills.load_skill(self._core, skill, timeout_ms, allow_dynamic, meta)
+        return skills.load_skill(_core_for(self, cancel), skill, timeout_ms, allow_dynamic, meta)
 
     def read_skill_file(
-        self, skill: Skill, path: str, *, timeout_ms: int | None = None, allow_dynamic: bool = False, meta: _Meta = None
-    ) -> SkillFile:
+        self, skill: Skill, path: str, *, timeout_ms: int | None = None, allow_dynamic: bool = False,
+        meta: _Meta = None, cancel: _Cancel = None,
+    ) -> SkillFile:  # fmt: skip
         """Read one file of ``skill`` (a path relative to its root, or a
         URI) and check its size and digest against the entry; a file the
         entry does not list is refused before anything is sent."""
         from . import skills
 
-        return skills.read_skill_file(self._core, skill, path, timeout_ms, allow_dynamic, meta)
+        return skills.read_skill_file(_core_for(self, cancel), skill, path, timeout_ms, allow_dynamic, meta)
 
     # ------------------------------------------------------------ logging, roots, health
 
-    def set_log_level(self, level: str, *, timeout_ms: int | None = None) -> None:
+    def set_log_level(self, level: str, *, timeout_ms: int | None = None, cancel: _Cancel = None) -> None:
         """Ask the server to send log messages of ``level`` and above
         (``"debug"`` ... ``"emergency"``) with ``logging/setLevel``."""
-        _serverlog.set_log_level(self._core, level, timeout_ms)
+        _serverlog.set_log_level(_core_for(self, cancel), level, timeout_ms)
 
     def set_roots(self, roots: RootsProvider) -> None:
         """Replace the roots given to ``Handlers(roots=...)`` and tell the
@@ -475,14 +476,14 @@ class Session:
 
         _handlers.roots_changed(self._core)
 
-    def ping(self, *, timeout_ms: int | None = None) -> None:
+    def ping(self, *, timeout_ms: int | None = None, cancel: _Cancel = None) -> None:
         """Check that the server answers, within ``timeout_ms`` (default
         ``request_timeout_ms``): ``ping`` in the handshake era, its cheap
         equivalent where the era has no ``ping``. Raises :class:`Timeout` if it
         does not answer in time, :class:`RemoteError` if it answers with an
         error (it is alive, but does not implement the probe).
         """
-        _health.probe(self._core, timeout_ms)
+        _health.probe(_core_for(self, cancel), timeout_ms)
 
     # ------------------------------------------------------------ instructions, subscriptions, extensions
 
@@ -516,8 +517,9 @@ class Session:
         unsubscribe_resource(self._core, uri, timeout_ms)
 
     def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None
-    ) -> dict[str, Any]:
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None,
+        cancel: _Cancel = None,
+    ) -> dict[str, Any]:  # fmt: skip
         """Send a request of a method this library does not know (an
         extension's) and return its result object, under the same deadline
         (``timeout_ms``, default ``request_timeout_ms``), bounds and errors as
@@ -526,7 +528,7 @@ class Session:
         (:class:`InvalidOption`, naming the call to use)."""
         from .extensions import custom_request
 
-        return custom_request(self._core, method, params, timeout_ms)
+        return custom_request(_core_for(self, cancel), method, params, timeout_ms)
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification this library does not know (``notifications/...``).
@@ -555,6 +557,22 @@ class Session:
 
     _repr_mimebundle_ = _session_bundle  # Jupyter's display
     _display_facts = _session_facts  # what a notebook shows of it
+
+def _core_for(session: Session, cancel: CancelToken | None) -> CallingCore:
+    """The session's core, or, for a call with ``cancel``, a view of it whose
+    every wait ends when the token fires (``session.cancel.Guarded``)."""
+    core = session._core
+    return core if cancel is None else _cancel.guarded(core, cancel)
+
+
+def _list(  # noqa: PLR0917
+    session: Session, kind: str, cursor: Any, timeout_ms: int | None, meta: _Meta, cancel: _Cancel
+) -> Any:
+    """The ``list_*`` methods: a whole list, or one page with ``cursor``."""
+    from .paging import listing
+
+    return listing(_core_for(session, cancel), kind, cursor, timeout_ms, meta)
+
 
 def _logged_call(  # noqa: PLR0917
     core: _Core,

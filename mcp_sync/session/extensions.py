@@ -47,7 +47,7 @@ KNOWN_METHODS: Mapping[str, str] = {
     "tasks/cancel": "Session.call_tool() (a task is cancelled when its caller leaves)",
     "tasks/update": "Session.call_tool() (it answers a task's questions with the handlers)",
     "notifications/initialized": "connect()",
-    "notifications/cancelled": "a call's deadline (an abandoned request is cancelled)",
+    "notifications/cancelled": "a call's deadline or its cancel= token (an abandoned request is cancelled)",
     "notifications/progress": "nothing: progress is the server's to send",
     "notifications/roots/list_changed": "Session.set_roots() or Session.roots_changed()",
 }

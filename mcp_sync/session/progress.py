@@ -177,9 +177,16 @@ class ProgressRoutes:
         self._tokens = itertools.count(1)
 
     def open(
-        self, callback: ProgressCallback | None, timeout: float, extends: bool, hard_deadline: float
+        self,
+        callback: ProgressCallback | None,
+        timeout: float,
+        extends: bool,
+        hard_deadline: float,
+        make: Callable[[int, ProgressCallback | None, float, bool, float], ProgressRoute] | None = None,
     ) -> ProgressRoute:
-        route = ProgressRoute(next(self._tokens), callback, timeout, extends, hard_deadline)
+        """A route with a fresh token; ``make`` builds it (a subclass) instead
+        of :class:`ProgressRoute` (a call under a cancel token)."""
+        route = (make or ProgressRoute)(next(self._tokens), callback, timeout, extends, hard_deadline)
         with self._lock:
             self._routes[route.token] = route
         return route

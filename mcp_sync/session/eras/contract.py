@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ...protocol.catalog import ServerInfo, entry_extras, result_meta
 from ...protocol.errors import ProtocolError
 from ..feature_contract import Core, InboundHooks
-from ..pending import Watch
+from ..pending import Entry, Watch
 
 if TYPE_CHECKING:
     from ...protocol.catalog import Tool
@@ -219,6 +219,11 @@ class EraCore(Core, Protocol):
 
     def cancel_request(self, request_id: int) -> None:
         """Stop waiting for a request sent earlier and tell the server (best effort)."""
+
+    def withdraw(self, request_id: int, reason: str, cancellable: bool = True) -> Entry | None:
+        """Take a request off the table and tell the server if it was sent (and
+        ``cancellable``); its entry, for the caller to complete, or ``None``
+        when a reply (or the end of the session) took it first."""
 
     def send_and_forget(self, method: str, params: dict[str, Any]) -> None: ...
 
