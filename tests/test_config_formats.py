@@ -229,8 +229,9 @@ def test_servers_must_map_names_to_entries() -> None:
 
 
 def test_a_name_that_cannot_be_a_server_name() -> None:
-    error = _error({"mcpServers": {"a/b": {"command": "x"}}})
-    assert (error.entry, error.field) == ("a/b", "server")
+    # Any printable name is a label ("@scope/name" too); a control character is not.
+    error = _error({"mcpServers": {"a\x07b": {"command": "x"}}})
+    assert (error.entry, error.field) == ("a\x07b", "server")
 
 
 def test_an_entry_name_is_escaped_in_the_message() -> None:

@@ -18,6 +18,8 @@ from ._tokens import CLIENT_AUTH_METHODS, ClientAuth, TokenSet
 if TYPE_CHECKING:
     import httpx
 
+    from ..transports.http_status import Beside
+
 __all__ = ["Auth", "TokenProvider"]
 
 _SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+(?: [\x21\x23-\x5b\x5d-\x7e]+)*\Z")
@@ -215,7 +217,7 @@ class TokenProviderBinding:
         self.established = False
         self._last: str | None = None
 
-    def attach(self, client: httpx.Client, stopping: threading.Event) -> None:
+    def attach(self, client: httpx.Client, stopping: threading.Event, beside: Beside | None = None) -> None:
         pass
 
     def _token(self, deadline: float) -> str:

@@ -8,6 +8,7 @@ failure into a typed error that names what was being fetched, never the URL
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
@@ -22,6 +23,8 @@ from ..protocol.limits import MAX_JSON_DEPTH
 
 if TYPE_CHECKING:
     import httpx
+
+    from ..transports.http_status import Beside
 
 __all__ = ["Fetcher", "Reply"]
 
@@ -69,6 +72,7 @@ class Fetcher:
         server: str,
         max_bytes: int,
         stopping: threading.Event | None = None,
+        beside: Beside | None = None,
     ) -> None:
         import httpx
 
@@ -77,6 +81,8 @@ class Fetcher:
         self.server = server
         self.max_bytes = max_bytes
         self.stopping = stopping
+        # The transport's hook: a closing session wakes this client's fetches too.
+        self.beside = beside
 
     def request(
         self,
@@ -103,18 +109,22 @@ class Fetcher:
             sent["Content-Type"] = "application/json"
         if headers:
             sent.update(headers)
+        from ..transports.http_status import Stopped
+
+        beside = contextlib.nullcontext(None) if self.beside is None else self.beside()
         try:
-            with self.client.stream(
+            with beside as trace, self.client.stream(
                 method,
                 url,
                 content=content,
                 headers=sent,
                 timeout=hx.Timeout(min(remaining, threading.TIMEOUT_MAX)),
                 follow_redirects=False,
+                extensions={} if trace is None else {"trace": trace},
             ) as response:
                 data = self._read(response, what)
                 return Reply(response.status_code, response.headers, decode_json(data))
-        except hx.TimeoutException:
+        except (hx.TimeoutException, Stopped):  # (Stopped: the session is closing)
             raise Timeout(f"server {self.server!r}: {what} missed its deadline") from None
         except hx.HTTPError as exc:
             raise AuthError(f"server {self.server!r}: {what} failed ({type(exc).__name__})") from None

@@ -33,6 +33,8 @@ from ._urls import origin, same_origin
 if TYPE_CHECKING:
     import httpx
 
+    from ..transports.http_status import Beside
+
 __all__ = [
     "Binding",
     "Grant",
@@ -373,9 +375,9 @@ class Binding:
         """Set by ``connect`` once the handshake is done: from then on a login
         that needs a person runs inline, bounded by the request's deadline."""
 
-    def attach(self, client: httpx.Client, stopping: threading.Event) -> None:
+    def attach(self, client: httpx.Client, stopping: threading.Event, beside: Beside | None = None) -> None:
         self.fetcher = Fetcher(
-            client, server=self.server, max_bytes=self.limits.max_frame_bytes, stopping=stopping
+            client, server=self.server, max_bytes=self.limits.max_frame_bytes, stopping=stopping, beside=beside
         )
 
     def __repr__(self) -> str:

@@ -191,6 +191,19 @@ class Exchanger:
         finally:
             self._unregister(key, None)
 
+    @contextlib.contextmanager
+    def beside(self) -> Iterator[Callable[[str, dict[str, Any]], None]]:
+        """A trace callback (httpx's ``trace`` extension) for a request made on
+        this client beside the exchanges, such as an OAuth token fetch: its
+        sockets are woken by :meth:`wake_all` as an exchange's are, so a
+        closing session does not wait for that request's own deadline."""
+        sockets = _Sockets()
+        key = self._register(sockets, None)
+        try:
+            yield self._tracer(sockets)
+        finally:
+            self._unregister(key, None)
+
     def _register(self, sockets: _Sockets, request_id: int | None) -> int:
         with self._lock:
             if self._stopping.is_set():

@@ -114,7 +114,7 @@ class HttpTransport:
         self._listener: Listener | None = None
         self._once = ShutdownOnce()
         if auth is not None:
-            auth.attach(client, self._stopping)
+            auth.attach(client, self._stopping, self._io.beside)
 
     def __repr__(self) -> str:
         return f"<HttpTransport server={self._server!r}>"

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from ..protocol.errors import AuthError, ConnectionClosed, McpError, ProtocolError, RemoteError, remote_error
 from ..protocol.frames import decode_line, error_object
@@ -29,7 +30,7 @@ class AuthHook(Protocol):
     (``mcp_sync.auth._grant.Binding``): credentials for each request, and a
     decision when the server refuses them."""
 
-    def attach(self, client: httpx.Client, stopping: threading.Event) -> None: ...
+    def attach(self, client: httpx.Client, stopping: threading.Event, beside: Beside | None = None) -> None: ...
     def headers(self, method: str, url: str, body: bytes | None, deadline: float) -> dict[str, str]: ...
     def current(self, method: str, url: str) -> dict[str, str]: ...
     def observe(self, status: int, headers: httpx.Headers) -> None: ...
@@ -55,6 +56,12 @@ class SessionLost(Exception):
     def __init__(self, stale: str) -> None:
         super().__init__("session lost")
         self.stale = stale
+
+
+Beside: TypeAlias = Callable[[], AbstractContextManager[Callable[[str, dict[str, Any]], None]]]
+"""A transport's hook for a request made on its HTTP client beside its own
+exchanges (an OAuth token fetch): entered around the request, it gives the
+``trace`` extension that lets the transport's close wake the request's socket."""
 
 
 class Stopped(Exception):
