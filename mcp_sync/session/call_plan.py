@@ -156,8 +156,13 @@ def plain_call(  # noqa: PLR0917
         params["_meta"] = meta
     # A partial, not a closure: the description is built only for a timeout.
     plain = partial(_tool_call, name, core.server, option, timeout_ms)
-    result = drive(core, "tools/call", params, time.monotonic() + seconds(timeout_ms), plain)
-    return parse_call_result(result, name, core.era.any_structured)
+    era = core.era
+    if era.plain_requests:
+        # As drive() sends it: the era adds nothing, the core sends it as it is.
+        result = core.request("tools/call", params, seconds(timeout_ms), plain)
+    else:
+        result = drive(core, "tools/call", params, time.monotonic() + seconds(timeout_ms), plain)
+    return parse_call_result(result, name, era.any_structured)
 
 
 class CallingCore(EraCore, Protocol):

@@ -143,7 +143,7 @@ class _Core:
         # modern era in every request's _meta. Only what the handlers serve.
         self.client_capabilities: Mapping[str, Any] = self.inbound.capabilities()
         self.server_capabilities: Mapping[str, Any] = freeze({})
-        # Guards _terminal and the terminal sweep of _pending; withdraw
+        # Guards terminal and the terminal sweep of _pending; withdraw
         # (abandon's too) removes an entry and decides whether to tell the
         # server under it (claim waits for that decision when it raced it). Each
         # entry is taken off by one atomic dict operation (pop, popitem), so
@@ -152,7 +152,8 @@ class _Core:
         # common path, which order their steps instead (see there).
         self._lock = threading.Lock()
         self._pending: dict[int, Entry] = {}
-        self._terminal: McpError | None = None
+        # Why the session ended (the first terminate() wins), None while open.
+        self.terminal: McpError | None = None
         self._ids = itertools.count(1)
         self.catalog = Snapshot(())
         # The protocol era (._era): how every request is framed and what each
@@ -180,7 +181,7 @@ class _Core:
         the parent's replies."""
         self._lock = threading.Lock()  # a parent thread may have held it at fork time
         self._pending = {}
-        self._terminal = ConnectionClosed(FORKED)
+        self.terminal = ConnectionClosed(FORKED)
         self.transport = None
         self.ended = threading.Event()
         self.ended.set()
@@ -205,19 +206,15 @@ class _Core:
 
     # ----------------------------------------------------------- ending
 
-    @property
-    def terminal(self) -> McpError | None:
-        return self._terminal
-
     def terminate(self, error: McpError, *, wait: bool = False) -> None:
         """The terminal transition: the first call wins, every waiter fails
         with that error, and the transport is torn down."""
         with self._lock:
-            if self._terminal is not None:
+            if self.terminal is not None:
                 first = False
             else:
                 first = True
-                self._terminal = error
+                self.terminal = error
                 # Emptied in place (the transport holds the table's __len__),
                 # one atomic popitem at a time: a reply popping its entry
                 # without the lock meanwhile takes it from this sweep.
@@ -245,7 +242,7 @@ class _Core:
 
     def failed(self) -> bool:
         """Whether the session ended for a reason other than the caller closing it."""
-        error = self._terminal
+        error = self.terminal
         return error is not None and not (
             isinstance(error, ConnectionClosed) and error.message == CLOSED_BY_CALLER
         )
@@ -371,11 +368,11 @@ class _Core:
             self.limits.max_outbound_frame_bytes,
         )
         # No lock: the entry goes in, then the session's end is looked at.
-        # terminate() sets _terminal before it sweeps the table, so an entry
+        # terminate() sets terminal before it sweeps the table, so an entry
         # either is swept (and failed) or sees the end here.
         pending = self._pending
         pending[request_id] = entry
-        terminal = self._terminal
+        terminal = self.terminal
         if terminal is not None:
             pending.pop(request_id, None)
             raise terminal._copy()
@@ -429,7 +426,7 @@ class _Core:
             entry = self._pending.pop(request_id, None)
             if entry is None:
                 return None
-            told = entry._told = entry._written and cancellable and self._terminal is None
+            told = entry._told = entry._written and cancellable and self.terminal is None
         if told:
             self._cancel_notice(request_id, reason)
         return entry
@@ -437,7 +434,7 @@ class _Core:
     def send_and_forget(self, method: str, params: dict[str, Any]) -> None:
         """Best effort: a request whose reply nobody waits for (it is dropped
         as one nobody waits for), queued only if there is room now."""
-        if self._terminal is None:
+        if self.terminal is None:
             request_id = next(self._ids)
             message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
             _best_effort(self.transport, self.limits, message, REQUEST, request_id)
@@ -445,7 +442,7 @@ class _Core:
     def require(self, capability: str, what: str) -> None:
         """Raise (nothing sent) unless the session is open and the server
         declared ``capability``."""
-        terminal = self._terminal
+        terminal = self.terminal
         if terminal is not None:
             raise terminal._copy()
         if not isinstance(self.server_capabilities.get(capability), Mapping):
@@ -467,8 +464,8 @@ class _Core:
         frame = encode(message, self.limits.max_outbound_frame_bytes)
         transport = self.transport
         assert transport is not None
-        if self._terminal is not None:
-            raise self._terminal._copy()
+        if self.terminal is not None:
+            raise self.terminal._copy()
         if not transport.send(Outbound(frame, NOTIFICATION, None, method), timeout):
             raise Timeout(f"{method} could not be queued before handshake_timeout_ms expired")
 
@@ -478,7 +475,7 @@ class _Core:
         """One inbound frame from the transport. Raises nothing: a rule
         broken here ends the session. Once the session has ended, lines
         already read are not dispatched."""
-        if self._terminal is not None:
+        if self.terminal is not None:
             return
         try:
             message = decode_line(line)

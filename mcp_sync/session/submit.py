@@ -468,7 +468,7 @@ def submit_tool(  # noqa: PLR0913, PLR0917
     """Check and send one ``tools/call``; its handle. What ``call_tool`` would
     refuse before sending anything is raised here."""
     core = calls.core
-    terminal = core._terminal  # (not the property: once per submit)
+    terminal = core.terminal
     if terminal is not None:
         raise terminal._copy()
     catalog = core.catalog  # one snapshot for the whole call, as call_tool does
