@@ -31,7 +31,7 @@ from support import (
 import mcp_sync
 from mcp_sync.session import core as _session
 from mcp_sync.testing import server_command
-from mcp_sync.transports.contract import REQUEST, Outbound
+from mcp_sync.transports.contract import Outbound
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -404,7 +404,7 @@ def test_a_request_entered_as_the_session_ends_is_refused_and_not_kept() -> None
         core = session._core
     assert core.terminal is not None
     with pytest.raises(mcp_sync.ConnectionClosed):
-        core._enter(1_000_003, "tools/call", {"name": "echo", "arguments": {}}, _session._Pending(), None)
+        core._enter(1_000_003, "tools/call", {"name": "echo", "arguments": {}}, _session._Pending())
     assert core._pending == {}
 
 
@@ -714,9 +714,9 @@ def test_a_completion_lost_half_way_still_ends_in_a_timeout() -> None:
         def __init__(self) -> None:
             self.leader = self
 
-        def exchange(self, item: Outbound, timeout: float, done: object, deadline: float) -> bool:
+        def exchange(self, frame: bytes, request_id: int, timeout: float, done: object, deadline: float) -> bool:
             with core._lock:
-                core._pending.pop(item.request_id)  # taken, never completed
+                core._pending.pop(request_id)  # taken, never completed
             return True
 
         def send(self, item: Outbound, timeout: float) -> bool:
@@ -776,8 +776,7 @@ def test_an_interrupted_reader_loses_one_line_at_most() -> None:
     try:
         with pytest.raises(KeyboardInterrupt):
             # Takes the read token before writing, so this thread reads the lines.
-            item = Outbound(b"go\n", REQUEST, 1, "go")
-            transport.exchange(item, 5.0, lambda: len(received) >= 2, time.monotonic() + 10)
+            transport.exchange(b"go\n", 1, 5.0, lambda: len(received) >= 2, time.monotonic() + 10)
         assert _eventually(lambda: received == [b"second", b"third"])
     finally:
         transport.shutdown(True)

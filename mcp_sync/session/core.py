@@ -331,8 +331,8 @@ class _Core:
         # Registered inside the try: an interrupt anywhere after this point
         # still takes the entry off the table.
         try:
-            item = self._enter(request_id, method, params, entry, headers)
-            if entry.settle(transport, item, timeout, deadline):
+            frame = self._enter(request_id, method, params, entry)
+            if entry.settle(transport, frame, request_id, method, headers, timeout, deadline):
                 return entry.outcome()
             # The deadline passed, waiting for room in the queue or for the reply.
             if self._abandon(request_id, cancellable):
@@ -348,19 +348,12 @@ class _Core:
             self._abandon(request_id, cancellable)
             raise
 
-    def _enter(
-        self,
-        request_id: int,
-        method: str,
-        params: dict[str, Any],
-        entry: Entry,
-        headers: Mapping[str, str] | None,
-    ) -> Outbound:
+    def _enter(self, request_id: int, method: str, params: dict[str, Any], entry: Entry) -> bytes:
         """Encode a request (its size and JSON checked), put ``entry`` in the
-        table under ``request_id`` and return what the transport sends: what
-        every request shares (:meth:`request`, :meth:`submit`). Raises, with
-        nothing registered, for a frame that cannot go or a session that has
-        ended. Called inside the caller's ``try``, whose handler abandons
+        table under ``request_id`` and return its frame: what every request
+        shares (:meth:`request`, :meth:`submit`). Raises, with nothing
+        registered, for a frame that cannot go or a session that has ended.
+        Called inside the caller's ``try``, whose handler abandons
         ``request_id`` on any exception (an interrupt just after the entry
         went in included)."""
         frame = encode(
@@ -376,7 +369,7 @@ class _Core:
         if terminal is not None:
             pending.pop(request_id, None)
             raise terminal._copy()
-        return Outbound(frame, REQUEST, request_id, method, headers)
+        return frame
 
     def _abandon(self, request_id: int, cancellable: bool) -> bool:
         """Forget a request whose caller stopped waiting. False if a reply (or
@@ -411,7 +404,8 @@ class _Core:
         transport = self.transport
         assert transport is not None
         try:
-            return request_id, transport.send(self._enter(request_id, method, params, entry, headers), timeout)
+            frame = self._enter(request_id, method, params, entry)
+            return request_id, transport.send(Outbound(frame, REQUEST, request_id, method, headers), timeout)
         except BaseException:
             self._abandon(request_id, True)
             raise

@@ -13,8 +13,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..transports.contract import REQUEST, Outbound
+
 if TYPE_CHECKING:
-    from ..transports.contract import Outbound, Transport
+    from collections.abc import Mapping
+
+    from ..transports.contract import Transport
 
 __all__ = ["Entry", "Watch", "_Pending", "_Watched"]
 
@@ -113,14 +117,25 @@ class _Pending:
                 del error
         return self.result
 
-    def settle(self, transport: Transport, item: Outbound, timeout: float, deadline: float) -> bool:
+    def settle(  # noqa: PLR0913, PLR0917
+        self,
+        transport: Transport,
+        frame: bytes,
+        request_id: int,
+        method: str,
+        headers: Mapping[str, str] | None,
+        timeout: float,
+        deadline: float,
+    ) -> bool:
         """Send the request and wait for its reply until ``deadline``; False
-        if the deadline (or the wait for room in the queue) came first."""
+        if the deadline (or the wait for room in the queue) came first. The
+        :class:`Outbound` is built only for a transport that is not a leader:
+        stdio takes the frame and id alone."""
         leader = transport.leader  # stdio: read our own reply if nobody else reads
         sent = (
-            transport.send(item, timeout)
+            transport.send(Outbound(frame, REQUEST, request_id, method, headers), timeout)
             if leader is None
-            else leader.exchange(item, timeout, self.done, deadline)
+            else leader.exchange(frame, request_id, timeout, self.done, deadline)
         )
         # A caller that read its own reply has nothing to wait for.
         return sent and (self._settled or self.wait(max(0.0, deadline - time.monotonic())))
@@ -158,5 +173,17 @@ class _Watched(_Pending):
         super()._failed(error)
         self.watch.wake()
 
-    def settle(self, transport: Transport, item: Outbound, timeout: float, deadline: float) -> bool:
+    def settle(  # noqa: PLR0913, PLR0917
+        self,
+        transport: Transport,
+        frame: bytes,
+        request_id: int,
+        method: str,
+        headers: Mapping[str, str] | None,
+        timeout: float,
+        deadline: float,
+    ) -> bool:
+        # The watch decides how to send (HTTP may carry a later hold): it
+        # gets the whole Outbound, and its own deadline.
+        item = Outbound(frame, REQUEST, request_id, method, headers)
         return self.watch.follow(self, transport, item, timeout)

@@ -132,7 +132,7 @@ class ProgressRoute:
         sent = (
             transport.send(item, timeout)
             if leader is None
-            else leader.exchange(item, timeout, ready, self.deadline)
+            else leader.exchange(item.frame, item.request_id, timeout, ready, self.deadline)
         )
         if not sent:
             return False

@@ -39,8 +39,9 @@ REPLY = "reply"
 @dataclass(slots=True)
 class Outbound:
     """One frame to send, with what the core knows about it, so no transport
-    parses its own outbound bytes. Built once per request on the hottest
-    path, and never changed after: a dataclass with slots, whose generated
+    parses its own outbound bytes. Built once per request (except for a
+    :class:`Leader`, which takes the frame and id alone), and never changed
+    after: a dataclass with slots, whose generated
     ``__init__`` costs less than a named tuple's ``__new__`` (and far less
     than a frozen dataclass's, which goes through ``object.__setattr__``).
     A variant is made with ``dataclasses.replace``.
@@ -65,11 +66,13 @@ class Leader(Protocol):
     replies (stdio): no hand-off between threads on the hot path."""
 
     def exchange(
-        self, item: Outbound, timeout: float, done: Callable[[], bool], deadline: float
+        self, frame: bytes, request_id: int | None, timeout: float, done: Callable[[], bool], deadline: float
     ) -> bool:
         """``send`` a request, then read replies in the calling thread until
         ``done()`` or ``deadline`` if nobody else reads. False if the frame
-        could not be queued within ``timeout`` s."""
+        could not be queued within ``timeout`` s. (A leader carries
+        everything in the frame: it takes the frame and the request's id, so
+        its callers need not build an :class:`Outbound`.)"""
 
     def lead(self, done: Callable[[], bool], deadline: float, linger: bool = False) -> None:
         """Read replies in the calling thread until ``done()`` or ``deadline``,

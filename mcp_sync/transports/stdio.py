@@ -206,15 +206,16 @@ class StdioTransport:
     # ----------------------------------------------------------- outbound
 
     def send(self, item: Outbound, timeout: float) -> bool:
-        self._mark_late(item)
+        if item.kind == REQUEST:
+            self._mark_late(item.request_id)
         return self._send(item.frame, item.request_id, timeout)
 
-    def _mark_late(self, item: Outbound) -> None:
+    def _mark_late(self, request_id: int | None) -> None:
         skipping = self._lines.skipping
-        if skipping is not None and item.request_id is not None and item.kind == REQUEST:
-            # Sent after an over-long line began: it cannot be that line's
-            # owner (see Oversized.claimable).
-            skipping.late.add(item.request_id)
+        if skipping is not None and request_id is not None:
+            # A request sent after an over-long line began: it cannot be that
+            # line's owner (see Oversized.claimable).
+            skipping.late.add(request_id)
 
     def _send(self, frame: bytes, request_id: int | None, timeout: float) -> bool:
         stdin = self._stdin
@@ -264,21 +265,20 @@ class StdioTransport:
     # looked at between chunks.
 
     def exchange(
-        self, item: Outbound, timeout: float, done: Callable[[], bool], deadline: float
+        self, frame: bytes, request_id: int | None, timeout: float, done: Callable[[], bool], deadline: float
     ) -> bool:
         """Send a request and, if nobody else is reading, read until ``done()``
         or ``deadline``. False if the frame could not be queued in time.
-        (``item.headers`` and ``item.hold`` are for HTTP; stdio carries
-        everything in the frame, and its reader thread reads for as long as
-        the session lasts.)
+        (An :class:`Outbound`'s ``headers`` and ``hold`` are for HTTP; stdio
+        carries everything in the frame, and its reader thread reads for as
+        long as the session lasts.)
 
         The read token is taken and stdout disarmed *before* the write: a
         server that answers at once (on one CPU it runs the moment it is
         woken) would otherwise wake the reader thread with the reply.
         """
-        frame, request_id = item.frame, item.request_id
         if self._lines.skipping is not None:
-            self._mark_late(item)
+            self._mark_late(request_id)
         owned = self._holding
         # A thread that already holds the token is a callback calling from
         # inside a dispatch: it never reads (nor gives back) for itself.
