@@ -12,7 +12,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import alive, library_threads
@@ -230,7 +232,10 @@ def test_a_bad_timeout_is_refused_before_anything_starts(
     assert not marker.exists()
 
 
-def test_requests_waiting_for_another_requests_token_refresh_are_back_by_their_deadline() -> None:
+@contextmanager
+def _refresh_that_hangs() -> Iterator[tuple[Any, mcp_sync.Session]]:
+    """An OAuth session over HTTP (the fake authorization server) whose token is
+    due for refresh now, against a token endpoint that never answers; closed on exit."""
     from dataclasses import replace
 
     from oauth_fake import fake_oauth_server, stand_in_browser
@@ -245,6 +250,14 @@ def test_requests_waiting_for_another_requests_token_refresh_are_back_by_their_d
             assert grant.token is not None
             grant.token = replace(grant.token, refresh_at=0.0)  # due for refresh now
             fake.token_hang = True  # the refresh never gets its answer
+            yield fake, session
+        finally:
+            session.close()
+
+
+def test_requests_waiting_for_another_requests_token_refresh_are_back_by_their_deadline() -> None:
+    with _refresh_that_hangs() as (fake, session):
+        try:
             budgets = (3_000, 1_000, 1_000, 1_000)  # the first to come refreshes; the others wait
             outcomes: list[tuple[object, float]] = []
             barrier = threading.Barrier(len(budgets))
@@ -269,7 +282,6 @@ def test_requests_waiting_for_another_requests_token_refresh_are_back_by_their_d
                 assert late < HEADROOM, f"back {late:.2f}s after its deadline"
         finally:
             fake.release.set()
-            session.close()
 
 
 def test_close_wakes_a_token_refresh_that_a_worker_waits_on() -> None:
@@ -277,33 +289,18 @@ def test_close_wakes_a_token_refresh_that_a_worker_waits_on() -> None:
     which refreshes the due token first; the token endpoint never answers.
     close() wakes that fetch as it wakes the session's own requests: the
     worker is gone within seconds, not at the notification's 30 s deadline."""
-    from dataclasses import replace
-
-    from oauth_fake import fake_oauth_server, stand_in_browser
-
-    from mcp_sync import auth
-
-    with fake_oauth_server() as fake:
-        flow = auth.AuthorizationCode(redirect_handler=stand_in_browser(fake))
-        session = mcp_sync.connect_http(server="fake", url=f"{fake.url}/mcp", auth=flow)
-        try:
-            grant = flow._grant(f"{fake.url}/mcp")
-            assert grant.token is not None
-            grant.token = replace(grant.token, refresh_at=0.0)  # due for refresh now
-            fake.token_hang = True
-            asked = len(fake.seen("/token"))
-            with pytest.raises(mcp_sync.Timeout):
-                session.call_tool("echo", {"message": "x"}, timeout_ms=1_000)
-            # The call's own refresh, then the cancellation's.
-            cap = time.monotonic() + 15
-            while len(fake.seen("/token")) < asked + 2:
-                assert time.monotonic() < cap, "the cancellation never asked for a token"
-                time.sleep(0.01)
-            mine = [t for t in library_threads() if t.name.startswith("mcp_sync-fake-")]
-            assert mine
-            session.close()
-            for thread in mine:
-                thread.join(5)  # a cap for a loaded machine; woken, they end at once
-            assert not [t.name for t in mine if t.is_alive()]
-        finally:
-            session.close()
+    with _refresh_that_hangs() as (fake, session):
+        asked = len(fake.seen("/token"))
+        with pytest.raises(mcp_sync.Timeout):
+            session.call_tool("echo", {"message": "x"}, timeout_ms=1_000)
+        # The call's own refresh, then the cancellation's.
+        cap = time.monotonic() + 15
+        while len(fake.seen("/token")) < asked + 2:
+            assert time.monotonic() < cap, "the cancellation never asked for a token"
+            time.sleep(0.01)
+        mine = [t for t in library_threads() if t.name.startswith("mcp_sync-fake-")]
+        assert mine
+        session.close()
+        for thread in mine:
+            thread.join(5)  # a cap for a loaded machine; woken, they end at once
+        assert not [t.name for t in mine if t.is_alive()]
