@@ -430,8 +430,6 @@ class Servers:
         :class:`Cancelled`; the connect itself goes on.
         """
         session, left_ms = self._within(server, timeout_ms, cancel)
-        if on_progress is None and cancel is None:
-            return session.call_tool(tool, arguments, timeout_ms=left_ms, traceparent=traceparent, meta=meta)
         return session.call_tool(
             tool, arguments, timeout_ms=left_ms, traceparent=traceparent, meta=meta, on_progress=on_progress,
             cancel=cancel,
