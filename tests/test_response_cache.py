@@ -382,3 +382,30 @@ def test_a_huge_ttl_from_the_sdk_is_held_to_an_hour() -> None:
         assert _reads(session) == 1
     kept = [record.getMessage() for record in records if record.mcp_event == "cache_store"]
     assert kept == ["cache kept: resources/read of 'note://1' from server 'sdk' (for 3600000 ms, private)"]
+
+
+def test_a_replaced_listen_stream_marks_its_lists_changed_before_the_subscriber_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Subscribing replaces the listen stream, and a replacement may have missed
+    changes, so its lists count as changed. That happens before
+    subscribe_resource returns: a list fetched after it stays cached (with the
+    marking late, as on a loaded machine, it was dropped and fetched again)."""
+    from mcp_sync.session import listen
+
+    missed = listen.ListenStream._missed
+
+    def late(self: listen.ListenStream) -> None:
+        time.sleep(0.3)  # the listen thread scheduled late
+        missed(self)
+
+    monkeypatch.setattr(listen.ListenStream, "_missed", late)
+    log = tmp_path / "frames"
+    options = ("--listen", "--era", "modern", "--ttl-ms", "60000", "--log", str(log))
+    # auto_refresh: a stream for the lists opens at connect; the subscription replaces it.
+    with connect_fake(*options, protocol="modern", auto_refresh=True) as session:
+        session.subscribe_resource("fake://text/hello", lambda uri: None)
+        session.list_prompts()
+        time.sleep(0.6)  # past the late marking
+        session.list_prompts()  # still fresh
+    assert methods(log).count("prompts/list") == 1

@@ -475,18 +475,20 @@ class ListenStream:
                 self._opening = None
                 self._current = stream
                 self._lost = False
-                self._served = max(self._served, generation)
                 self._failure = None
-                self._cond.notify_all()
         if not stream.acked:
             return self._failed(stream, generation, error)
         if old is not None and not old.ended and old.request_id is not None:
             core.cancel_request(old.request_id)
         # Over HTTP the old stream is its own connection: a change it carried
         # but we had not read yet is gone with it, so a replacement refreshes
-        # as a drop does.
+        # as a drop does. Marked before the callers waiting for this stream
+        # are released, so that nothing they fetch next is dropped after.
         if resumed or old is not None:
             self._missed()
+        with self._cond:
+            self._served = max(self._served, generation)
+            self._cond.notify_all()
         return True
 
     def _failed(self, stream: _Stream, generation: int, error: McpError) -> bool:
