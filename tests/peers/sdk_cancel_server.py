@@ -31,12 +31,19 @@ from mcp.server.mcpserver import Context, MCPServer
 server: MCPServer = MCPServer(name="sdk-cancel", version="1.0.0", log_level="WARNING")
 
 
+def _record(path: str, text: str) -> None:
+    """Write ``path`` whole or not at all: the test polls for it to exist and then
+    reads it, so a file created empty and written a moment later reads as ``''``."""
+    Path(f"{path}.part").write_text(text)
+    os.replace(f"{path}.part", path)
+
+
 async def _hold(marker: str) -> str:
-    Path(f"{marker}.started").write_text("started")
+    _record(f"{marker}.started", "started")
     try:
         await anyio.sleep_forever()
     except anyio.get_cancelled_exc_class():
-        Path(f"{marker}.cancelled").write_text("cancelled")
+        _record(f"{marker}.cancelled", "cancelled")
         raise
     return "never"
 
