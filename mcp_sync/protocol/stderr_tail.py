@@ -134,7 +134,8 @@ def _pick(lines: Sequence[_Line], total: int, max_bytes: int, max_lines: int | N
     bytes once joined with newlines and at most ``max_lines`` lines.
 
     Linear after a sort: the lines that say something are taken first, each
-    reserving room for a gap line beside it; then plain lines from the end
+    reserving room for a gap line beside it (but for the stream's first and
+    last lines, which split no gap); then plain lines from the end
     backwards, as long as the next one fits, each costing exactly what it
     adds (itself, less the gap it shortens)."""
     if not lines:
@@ -148,7 +149,8 @@ def _pick(lines: Sequence[_Line], total: int, max_bytes: int, max_lines: int | N
     used = reserve
     for at in sorted((at for at in range(len(lines)) if weights[at] < _PLAIN),
                      key=lambda at: (weights[at], -lines[at].seq)):  # fmt: skip
-        cost = lines[at].size + 1 + reserve
+        # A line splits a gap in two, except at either end of the stream.
+        cost = lines[at].size + 1 + (0 if lines[at].seq in (0, total - 1) else reserve)
         if count < most and used + cost <= max_bytes + 1:  # the last line has no newline
             chosen[at] = True
             count += 1
