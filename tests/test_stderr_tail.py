@@ -27,15 +27,15 @@ NPM_404 = (
     "npm error 404\n"
     "npm error 404  '@modelcontextprotocol/server-everythingg@*' is not in this registry.\n"
 )
+TRACEBACK_HEAD = "Traceback (most recent call last):"
 TRACEBACK = (
-    "Traceback (most recent call last):\n"
+    TRACEBACK_HEAD + "\n"
     '  File "/srv/weather/server.py", line 14, in <module>\n'
     "    main()\n"
     '  File "/srv/weather/server.py", line 8, in load\n'
     '\traise FileNotFoundError(f"config file {path} not found")\n'
     "FileNotFoundError: config file /etc/weather.toml not found\n"
 )
-TRACEBACK_HEAD = "Traceback (most recent call last):"
 
 
 def tail_of(text: str, max_bytes: int = 2048) -> str:
@@ -61,7 +61,7 @@ def test_the_last_traceback_is_kept_whole_with_its_indentation() -> None:
     older = TRACEBACK.replace("FileNotFoundError: config", "KeyError: older")
     text = tail_of(older + NOISE + TRACEBACK + NOISE, 2048)
     lines = text.split("\n")
-    start = lines.index("Traceback (most recent call last):")
+    start = lines.index(TRACEBACK_HEAD)
     assert lines[start : start + 6] == [
         "Traceback (most recent call last):",
         '  File "/srv/weather/server.py", line 14, in <module>',
@@ -72,7 +72,7 @@ def test_the_last_traceback_is_kept_whole_with_its_indentation() -> None:
     ]
     # An older traceback keeps only the line that says what it was.
     assert "KeyError: older file /etc/weather.toml not found" in lines
-    assert lines.count("Traceback (most recent call last):") == 1
+    assert lines.count(TRACEBACK_HEAD) == 1
 
 
 def test_a_small_bound_keeps_the_exception_before_the_frames() -> None:
@@ -85,7 +85,7 @@ def test_a_small_bound_keeps_the_exception_before_the_frames() -> None:
 @given(
     lines=st.lists(
         st.one_of(
-            st.sampled_from(["Traceback (most recent call last):", "  File x", "ValueError: v", "ERROR x", ""]),
+            st.sampled_from([TRACEBACK_HEAD, "  File x", "ValueError: v", "ERROR x", ""]),
             st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"), max_size=90),
         ),
         max_size=80,
